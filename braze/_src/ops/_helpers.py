@@ -1,0 +1,168 @@
+"""Shared argument handling for the public ops: conversion, promotion, broadcasting, axes.
+
+Every error raised here names the op, so users see `[op] what is wrong` and never a bare
+NumPy traceback.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import dtypes as D
+from ..array import array
+from ..prims.base import bind
+from ..prims.core import AsType, Broadcast
+
+_INT_KINDS = "ui"
+
+
+class AxisError(ValueError, IndexError):
+    """Bad axis: a ValueError as braze promises, and an IndexError as MLX raises."""
+
+
+def as_array(x, op: str, dtype: D.Dtype | None = None) -> array:
+    """Convert an op argument to an array (scalars, lists, NumPy arrays); TypeError otherwise."""
+    if type(x) is array:
+        return x if dtype is None or x._dtype is dtype else astype(x, dtype)
+    if isinstance(x, (numbers.Number, np.generic, np.ndarray, list, tuple)):
+        try:
+            return array(x, dtype)
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"[{op}] Cannot convert {_short(x)} to an array: {e}") from None
+    raise TypeError(f"[{op}] Expected an array or a scalar, got {type(x).__name__}: {_short(x)}.")
+
+
+def _short(x) -> str:
+    r = repr(x)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def is_scalar(x) -> bool:
+    """A Python (or NumPy) scalar: weakly typed in promotion."""
+    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, np.ndarray)
+
+
+def _weak_dtype(v, other: D.Dtype, op: str) -> D.Dtype:
+    """The dtype a Python scalar takes next to an array of dtype `other` (MLX's rules)."""
+    if isinstance(v, (bool, np.bool_)):
+        return other
+    if isinstance(v, numbers.Integral):
+        if other is D.bool_:
+            return D.int32
+        if other.kind in _INT_KINDS:
+            lo, hi = D.finfo_min_max(other)
+            if not lo <= int(v) <= hi:
+                raise ValueError(f"[{op}] Converting {v} to {other.name} would result in overflow.")
+        return other
+    if isinstance(v, numbers.Real):
+        return other if other.kind in "fc" else D.float32
+    if isinstance(v, numbers.Complex):
+        return D.complex64
+    raise TypeError(f"[{op}] Unsupported scalar type {type(v).__name__}.")
+
+
+def to_arrays(a, b, op: str):
+    """Two operands -> two arrays, applying MLX's weak-scalar rule; dtypes may still differ."""
+    if type(a) is array:
+        if type(b) is array:
+            return a, b
+        if is_scalar(b):
+            return a, array(b, _weak_dtype(b, a._dtype, op))
+        return a, as_array(b, op)
+    if type(b) is array:
+        if is_scalar(a):
+            return array(a, _weak_dtype(a, b._dtype, op)), b
+        return as_array(a, op), b
+    return as_array(a, op), as_array(b, op)
+
+
+def astype(x: array, dtype: D.Dtype) -> array:
+    if x._dtype is dtype:
+        return x
+    return bind(AsType(dtype), (x,))
+
+
+def broadcast_shapes(*shapes, op="broadcast_shapes") -> tuple:
+    """NumPy broadcasting of shapes; ValueError naming the op and the shapes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, d in enumerate(s):
+            o = out[off + i]
+            if o == d or d == 1:
+                continue
+            if o == 1:
+                out[off + i] = d
+            else:
+                pretty = " and ".join(str(tuple(t)) for t in shapes)
+                raise ValueError(f"[{op}] Shapes {pretty} cannot be broadcast.")
+    return tuple(out)
+
+
+def broadcast_to_shape(x: array, shape: tuple) -> array:
+    if x._shape == shape:
+        return x
+    return bind(Broadcast(shape), (x,))
+
+
+def broadcast_arrays_(arrays, op: str):
+    shape = broadcast_shapes(*[a._shape for a in arrays], op=op)
+    return [broadcast_to_shape(a, shape) for a in arrays]
+
+
+def binary_operands(a, b, op: str):
+    """Convert, promote to a common dtype and broadcast to a common shape."""
+    if type(a) is array and type(b) is array and a._dtype is b._dtype and a._shape == b._shape:
+        return a, b  # fast path: the common case in arithmetic chains
+    a, b = to_arrays(a, b, op)
+    dt = D.promote(a._dtype, b._dtype)
+    a, b = astype(a, dt), astype(b, dt)
+    if a._shape != b._shape:
+        shape = broadcast_shapes(a._shape, b._shape, op=op)
+        a, b = broadcast_to_shape(a, shape), broadcast_to_shape(b, shape)
+    return a, b
+
+
+def normalize_axis(axis, ndim: int, op: str) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"[{op}] Expected an int axis, got {type(axis).__name__}: {axis!r}.")
+    if not -ndim <= axis < ndim:
+        raise AxisError(f"[{op}] Invalid axis {axis} for array with {ndim} dimensions.")
+    return int(axis) % ndim if ndim else 0
+
+
+def normalize_axes(axis, ndim: int, op: str) -> tuple:
+    """None -> all axes; int or sequence -> sorted unique non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (list, tuple)):
+        axes = [normalize_axis(a, ndim, op) for a in axis]
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"[{op}] Received duplicate axes {tuple(axis)}.")
+        return tuple(sorted(axes))
+    return (normalize_axis(axis, ndim, op),)
+
+
+def check_shape(shape, op: str) -> tuple:
+    """An int or a sequence of non-negative ints -> a tuple of ints."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (list, tuple)) or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+        raise TypeError(f"[{op}] Expected a shape (int or sequence of ints), got {shape!r}.")
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"[{op}] Negative dimensions are not allowed: {shape}.")
+    return shape
+
+
+def check_dtype(dtype, op: str):
+    return None if dtype is None else D.to_dtype(dtype, op)
+
+
+def attach_methods(methods: dict) -> None:
+    """Bind public ops as array methods/operators (the one late binding DESIGN.md allows)."""
+    for name, fn in methods.items():
+        setattr(array, name, fn)

@@ -1,0 +1,3 @@
+"""Public ops: creation (to be filled)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Public ops: elementwise (to be filled)."""
+
+__all__ = []

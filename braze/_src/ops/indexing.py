@@ -1,0 +1,3 @@
+"""Public ops: indexing (to be filled)."""
+
+__all__ = []

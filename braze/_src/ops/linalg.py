@@ -1,0 +1,3 @@
+"""Public ops: linalg (to be filled)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Public ops: misc (to be filled)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Public ops: reduction (to be filled)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Public ops: shape (to be filled)."""
+
+__all__ = []

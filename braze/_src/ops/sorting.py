@@ -1,0 +1,3 @@
+"""Public ops: sorting (to be filled)."""
+
+__all__ = []

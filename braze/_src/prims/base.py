@@ -1,0 +1,63 @@
+"""The primitive base class and its registry.
+
+A primitive is a frozen dataclass: its fields are its parameters, so equality gives CSE,
+hashing gives kernel keys and repr gives graph dumps. Subclasses register themselves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..array import array
+
+REGISTRY: dict[str, type] = {}
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """Base of every primitive. Subclasses override the rules they support."""
+
+    #: set on primitives that have no derivative (comparisons, integer ops, argmax, ...)
+    differentiable = True
+    #: how the primitive reads inside a generated kernel; having one makes it fusable
+    codegen = None
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if not cls.__name__.startswith("_"):
+            if cls.__name__ in REGISTRY and REGISTRY[cls.__name__] is not cls:
+                raise TypeError(f"Primitive {cls.__name__} is defined twice.")
+            REGISTRY[cls.__name__] = cls
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def abstract_eval(self, *inputs) -> list:
+        """Output [(shape, dtype), ...] from inputs that have `.shape` and `.dtype`."""
+        raise NotImplementedError(f"[{self.name}] abstract_eval is not implemented.")
+
+    def eval_cpu(self, *xs) -> list:
+        """NumPy reference kernel: list of output ndarrays."""
+        raise NotImplementedError(f"[{self.name}] eval_cpu is not implemented.")
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        raise NotImplementedError(f"[{self.name}] vjp is not implemented.")
+
+    def jvp(self, primals, tangents, argnums):
+        raise NotImplementedError(f"[{self.name}] jvp is not implemented.")
+
+    def vmap(self, inputs, axes):
+        raise NotImplementedError(f"[{self.name}] vmap is not implemented.")
+
+
+def bind(prim: Primitive, inputs: tuple):
+    """Create the lazy output array(s) of `prim` applied to `inputs`."""
+    avals = prim.abstract_eval(*inputs)
+    if len(avals) == 1:
+        shape, dtype = avals[0]
+        return array._node(shape, dtype, prim, inputs)
+    outs = tuple(array._node(s, d, prim, inputs) for s, d in avals)
+    for i, o in enumerate(outs):
+        o._siblings = outs
+        o._idx = i
+    return list(outs)

@@ -1,0 +1,1 @@
+"""Primitives: binary family (to be filled)."""

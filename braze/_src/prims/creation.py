@@ -1,0 +1,1 @@
+"""Primitives: creation family (to be filled)."""

@@ -1,0 +1,1 @@
+"""Primitives: indexing family (to be filled)."""

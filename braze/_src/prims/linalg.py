@@ -1,0 +1,1 @@
+"""Primitives: linalg family (to be filled)."""

@@ -1,0 +1,1 @@
+"""Primitives: reduce family (to be filled)."""

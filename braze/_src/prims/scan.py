@@ -1,0 +1,1 @@
+"""Primitives: scan family (to be filled)."""

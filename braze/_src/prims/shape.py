@@ -1,0 +1,1 @@
+"""Primitives: shape family (to be filled)."""

@@ -1,0 +1,1 @@
+"""Primitives: sort family (to be filled)."""

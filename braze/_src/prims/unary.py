@@ -1,0 +1,1 @@
+"""Primitives: unary family (to be filled)."""

@@ -1,0 +1,53 @@
+"""eval / async_eval: run the unevaluated part of the graph in topological order.
+
+As each node runs it drops its inputs, and the tape drops the node, so an intermediate's buffer
+is freed as soon as its last consumer has run and no Python reference holds it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .array import _set_data
+from .graph import toposort
+
+
+def _check_output(out, a):
+    """Make a kernel's result an ndarray of the exact dtype and shape the graph promised."""
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    npd = a._dtype.np_dtype
+    if out.dtype is not npd and out.dtype != npd:
+        out = out.astype(npd)
+    if out.shape != a._shape:
+        raise RuntimeError(
+            f"[eval] {a._prim.name} produced shape {out.shape}, expected {a._shape}.")
+    return out
+
+
+def _run(a):
+    prim = a._prim
+    if prim is None:
+        raise RuntimeError(
+            "[eval] Attempting to eval an array without a primitive. If you are compiling a "
+            "function, make sure all the inputs and outputs are captured.")
+    outs = prim.eval_cpu(*[x._data for x in a._inputs])
+    sibs = a._siblings
+    if sibs is None:
+        _set_data(a, _check_output(outs[0], a))
+        a._prim = None
+        a._inputs = ()
+        return
+    for s, out in zip(sibs, outs):
+        _set_data(s, _check_output(out, s))
+        s._prim = None
+        s._inputs = ()
+        s._siblings = None
+
+
+def eval_arrays(arrays) -> None:
+    """Evaluate a flat iterable of arrays."""
+    order = toposort(arrays)
+    for i in range(len(order)):
+        a = order[i]
+        order[i] = None  # the tape must not keep intermediates alive
+        _run(a)

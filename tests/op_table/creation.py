@@ -1,0 +1,4 @@
+"""Op table: creation."""
+from . import OpCase  # noqa: F401
+
+CASES = []

@@ -1,0 +1,4 @@
+"""Op table: elementwise."""
+from . import OpCase  # noqa: F401
+
+CASES = []

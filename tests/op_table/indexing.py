@@ -1,0 +1,4 @@
+"""Op table: indexing."""
+from . import OpCase  # noqa: F401
+
+CASES = []

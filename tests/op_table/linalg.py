@@ -1,0 +1,4 @@
+"""Op table: linalg."""
+from . import OpCase  # noqa: F401
+
+CASES = []

@@ -1,0 +1,4 @@
+"""Op table: reduction."""
+from . import OpCase  # noqa: F401
+
+CASES = []

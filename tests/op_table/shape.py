@@ -1,0 +1,4 @@
+"""Op table: shape."""
+from . import OpCase  # noqa: F401
+
+CASES = []

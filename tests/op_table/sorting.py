@@ -1,0 +1,4 @@
+"""Op table: sorting."""
+from . import OpCase  # noqa: F401
+
+CASES = []
