@@ -283,3 +283,39 @@ def format_array(data: np.ndarray, dt: D.Dtype) -> str:
     body = np.array2string(data, separator=", ", formatter=fmt, threshold=1000,
                            edgeitems=3, prefix="array(", max_line_width=80)
     return f"array({body}, dtype={dt.name})"
+
+
+def overwrite_descriptor(dst: array, src: array) -> None:
+    """Make `dst` become `src` in place (MLX's semantics for `a += b` and `a[i] = v`).
+
+    Every Python reference to `dst` sees the new value; `src` is left empty-handed so the
+    buffer's byte count is not counted twice.
+    """
+    if dst._mem:
+        memory.sub(dst._mem)
+    dst._shape, dst._dtype, dst._data = src._shape, src._dtype, src._data
+    dst._prim, dst._inputs, dst._idx, dst._mem = src._prim, src._inputs, src._idx, src._mem
+    dst._siblings = None
+    if src._siblings is not None:  # keep the sibling group pointing at the object users hold
+        sibs = list(src._siblings)
+        sibs[src._idx] = dst
+        sibs = tuple(sibs)
+        for s in sibs:
+            s._siblings = sibs
+    src._mem = 0
+    src._data = dst._data
+
+
+def detached_copy(a: array) -> array:
+    """A new array object holding `a`'s current value (node or buffer); `a` keeps it too."""
+    b = object.__new__(array)
+    b._shape, b._dtype, b._data = a._shape, a._dtype, a._data
+    b._prim, b._inputs, b._idx, b._mem = a._prim, a._inputs, a._idx, 0
+    b._siblings = None
+    if a._siblings is not None:
+        sibs = list(a._siblings)
+        sibs[a._idx] = b
+        sibs = tuple(sibs)
+        for s in sibs:
+            s._siblings = sibs
+    return b
