@@ -307,10 +307,14 @@ def overwrite_descriptor(dst: array, src: array) -> None:
 
 
 def detached_copy(a: array) -> array:
-    """A new array object holding `a`'s current value (node or buffer); `a` keeps it too."""
+    """A new array object holding `a`'s current value (node or buffer), for `a` to be overwritten.
+
+    The byte count moves to the copy, which now owns the old buffer.
+    """
     b = object.__new__(array)
     b._shape, b._dtype, b._data = a._shape, a._dtype, a._data
-    b._prim, b._inputs, b._idx, b._mem = a._prim, a._inputs, a._idx, 0
+    b._prim, b._inputs, b._idx, b._mem = a._prim, a._inputs, a._idx, a._mem
+    a._mem = 0
     b._siblings = None
     if a._siblings is not None:
         sibs = list(a._siblings)
