@@ -15,11 +15,21 @@ from . import memory
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
+class TraceState:
+    """How many transformation traces (grad, vjp, jvp, vmap, compile) are active.
+
+    While any is active, arrays computed from tracers are tracers too, and evaluating a tracer
+    keeps its graph so the transform can still walk it.
+    """
+
+    depth = 0
+
+
 class array:
     """An N-dimensional lazy array (MLX's `mlx.core.array`)."""
 
     __slots__ = ("_shape", "_dtype", "_data", "_prim", "_inputs", "_siblings", "_idx",
-                 "_mem", "__weakref__")
+                 "_mem", "_tracer", "__weakref__")
     __array_priority__ = 100  # NumPy defers `ndarray op array` to our reflected operators
 
     def __init__(self, val, dtype=None):
@@ -32,6 +42,7 @@ class array:
         self._siblings = None
         self._idx = 0
         self._mem = 0
+        self._tracer = False
         self._data = None
         _set_data(self, data)
 
@@ -47,6 +58,7 @@ class array:
         a._siblings = None
         a._idx = 0
         a._mem = 0
+        a._tracer = False
         a._data = None
         _set_data(a, data)
         return a
@@ -63,11 +75,14 @@ class array:
         a._siblings = None
         a._idx = 0
         a._mem = 0
+        a._tracer = False
         return a
 
     def __del__(self):
-        if self._mem:
-            memory.sub(self._mem)
+        # getattr: __init__ may have raised before the slot was set
+        mem = getattr(self, "_mem", 0)
+        if mem:
+            memory.sub(mem)
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -127,9 +142,9 @@ class array:
             return data.astype(dtype)
         return data.copy() if copy else data
 
-    @property
-    def __array_interface__(self):
-        return self._numpy().__array_interface__
+    # No `__array_interface__` on purpose: NumPy would make the *braze array* the base of the
+    # ndarray it builds, and once the array is overwritten in place (`a += 1`) its old buffer
+    # is freed under the ndarray. Through `__array__` the ndarray's base is the buffer itself.
 
     def __bool__(self):
         if self.size != 1:
@@ -142,10 +157,20 @@ class array:
     def __float__(self):
         return float(self.item())
 
+    def __complex__(self):
+        return complex(self.item())
+
     def __index__(self):
-        if self._dtype.kind not in "uib":
-            raise TypeError(f"[array] Only integer arrays can be used as an index, got {self._dtype}.")
+        if self._shape or self._dtype.kind not in "ui":
+            raise TypeError("Only 0-dimensional integer arrays can be converted to an index.")
         return int(self.item())
+
+    def __format__(self, spec):
+        if not self._shape:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to array.__format__")
+        return repr(self)
 
     def __len__(self):
         if not self._shape:
@@ -154,9 +179,8 @@ class array:
 
     def __iter__(self):
         if not self._shape:
-            raise TypeError("iteration over a 0-d array.")
-        for i in range(self._shape[0]):
-            yield self[i]
+            raise TypeError("iter() 0-dimensional array.")
+        return (self[i] for i in range(self._shape[0]))
 
     __hash__ = object.__hash__
 
@@ -296,6 +320,7 @@ def overwrite_descriptor(dst: array, src: array) -> None:
     dst._shape, dst._dtype, dst._data = src._shape, src._dtype, src._data
     dst._prim, dst._inputs, dst._idx, dst._mem = src._prim, src._inputs, src._idx, src._mem
     dst._siblings = None
+    dst._tracer = src._tracer
     if src._siblings is not None:  # keep the sibling group pointing at the object users hold
         sibs = list(src._siblings)
         sibs[src._idx] = dst
@@ -314,6 +339,7 @@ def detached_copy(a: array) -> array:
     b = object.__new__(array)
     b._shape, b._dtype, b._data = a._shape, a._dtype, a._data
     b._prim, b._inputs, b._idx, b._mem = a._prim, a._inputs, a._idx, a._mem
+    b._tracer = a._tracer
     a._mem = 0
     b._siblings = None
     if a._siblings is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import _set_data
+from .array import TraceState, _set_data
 from .graph import toposort
 
 
@@ -27,21 +27,31 @@ def _check_output(out, a):
 def _run(a):
     prim = a._prim
     if prim is None:
+        if a._tracer and TraceState.depth:
+            raise ValueError(
+                "[eval] Attempting to eval an array during function transformations like "
+                "compile or vmap is not allowed.")
         raise RuntimeError(
             "[eval] Attempting to eval an array without a primitive. If you are compiling a "
             "function, make sure all the inputs and outputs are captured.")
     outs = prim.eval_cpu(*[x._data for x in a._inputs])
+    # a tracer keeps its graph while a transform is active, so the transform can walk it
+    keep = a._tracer and TraceState.depth
     sibs = a._siblings
     if sibs is None:
         _set_data(a, _check_output(outs[0], a))
-        a._prim = None
-        a._inputs = ()
+        if not keep:
+            a._prim = None
+            a._inputs = ()
         return
     for s, out in zip(sibs, outs):
         _set_data(s, _check_output(out, s))
-        s._prim = None
-        s._inputs = ()
-        s._siblings = None
+        if not keep:
+            s._prim = None
+            s._inputs = ()
+    if not keep:
+        for s in sibs:
+            s._siblings = None
 
 
 def eval_arrays(arrays) -> None:

@@ -13,5 +13,21 @@ from .sorting import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from . import creation, elementwise, reduction, shape, indexing, linalg, sorting, misc
 
+from ..prims.base import register_ops as _register_ops
+from . import _helpers
+
 __all__ = [n for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, misc)
            for n in m.__all__]
+
+
+class _Namespace:
+    """Public ops plus the internal helpers transform rules may use (sum_to_shape, ...)."""
+
+    def __getattr__(self, name):
+        g = globals()
+        if name in g:
+            return g[name]
+        return getattr(_helpers, name)
+
+
+_register_ops(_Namespace())

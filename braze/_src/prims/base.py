@@ -7,9 +7,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..array import array
+from ..array import TraceState, array
 
 REGISTRY: dict[str, type] = {}
+
+
+class _LateOps:
+    """The public ops, as seen by transform rules.
+
+    Rules emit ordinary ops (so transforms nest), but ops sit above prims; the ops package
+    hands itself over here when it is imported, instead of prims importing upwards.
+    """
+
+    _module = None
+
+    def __getattr__(self, name):
+        if _LateOps._module is None:
+            raise RuntimeError("braze._src.ops has not been imported yet.")
+        return getattr(_LateOps._module, name)
+
+
+ops = _LateOps()
+
+
+def register_ops(module) -> None:
+    _LateOps._module = module
 
 
 @dataclass(frozen=True)
@@ -37,7 +59,11 @@ class Primitive:
         raise NotImplementedError(f"[{self.name}] abstract_eval is not implemented.")
 
     def eval_cpu(self, *xs) -> list:
-        """NumPy reference kernel: list of output ndarrays."""
+        """NumPy reference kernel: list of output ndarrays.
+
+        Never return an input object itself (return `x.view()`): a buffer owned by two arrays
+        would be counted twice in the memory statistics.
+        """
         raise NotImplementedError(f"[{self.name}] eval_cpu is not implemented.")
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -53,11 +79,15 @@ class Primitive:
 def bind(prim: Primitive, inputs: tuple):
     """Create the lazy output array(s) of `prim` applied to `inputs`."""
     avals = prim.abstract_eval(*inputs)
+    tracer = TraceState.depth > 0 and any(x._tracer for x in inputs)
     if len(avals) == 1:
         shape, dtype = avals[0]
-        return array._node(shape, dtype, prim, inputs)
+        out = array._node(shape, dtype, prim, inputs)
+        out._tracer = tracer
+        return out
     outs = tuple(array._node(s, d, prim, inputs) for s, d in avals)
     for i, o in enumerate(outs):
         o._siblings = outs
         o._idx = i
+        o._tracer = tracer
     return list(outs)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive
+from .base import Primitive, bind, ops
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,15 @@ class AsType(Primitive):
             return [np.real(x).astype(self.dtype.np_dtype)]
         return [x.astype(self.dtype.np_dtype)]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [ops.astype(cotangents[0], primals[0].dtype)]
+
+    def jvp(self, primals, tangents, argnums):
+        return [ops.astype(tangents[0], self.dtype)]
+
+    def vmap(self, inputs, axes):
+        return [ops.astype(inputs[0], self.dtype)], [axes[0]]
+
 
 @dataclass(frozen=True)
 class Broadcast(Primitive):
@@ -40,3 +49,50 @@ class Broadcast(Primitive):
 
     def eval_cpu(self, x):
         return [np.broadcast_to(x, self.shape)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [sum_to_shape(cotangents[0], primals[0].shape)]
+
+    def jvp(self, primals, tangents, argnums):
+        return [ops.broadcast_to(tangents[0], self.shape)]
+
+    def vmap(self, inputs, axes):
+        x, ax = inputs[0], axes[0]
+        # per-example rank may be lower than the target's: insert size-1 axes after the batch
+        x = ops.moveaxis(x, ax, 0)
+        missing = len(self.shape) - (x.ndim - 1)
+        if missing:
+            x = ops.reshape(x, (x.shape[0],) + (1,) * missing + x.shape[1:])
+        return [ops.broadcast_to(x, (x.shape[0],) + self.shape)], [0]
+
+
+def sum_to_shape(x, shape):
+    """Sum `x` over the axes that broadcasting `shape` to `x.shape` added or stretched."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and x.shape[lead + i] != 1)
+    out = ops.sum(x, axis=axes, keepdims=True) if axes else x
+    return ops.reshape(out, shape)
+
+
+@dataclass(frozen=True)
+class Copy(Primitive):
+    """Identity with a new array identity: how transforms make tracers of their inputs."""
+
+    def abstract_eval(self, x):
+        return [(x.shape, x.dtype)]
+
+    def eval_cpu(self, x):
+        return [x.view()]  # buffers are never written in place, so sharing is safe
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [cotangents[0]]
+
+    def jvp(self, primals, tangents, argnums):
+        return [tangents[0]]
+
+    def vmap(self, inputs, axes):
+        return [bind(self, (inputs[0],))], [axes[0]]
