@@ -5,7 +5,9 @@ Operators and most methods are attached later by the `ops` layer (see ops/_metho
 """
 from __future__ import annotations
 
+import math
 import numbers
+import weakref
 
 import numpy as np
 
@@ -29,7 +31,7 @@ class array:
     """An N-dimensional lazy array (MLX's `mlx.core.array`)."""
 
     __slots__ = ("_shape", "_dtype", "_data", "_prim", "_inputs", "_siblings", "_idx",
-                 "_mem", "_tracer", "__weakref__")
+                 "_mem", "_tracer", "_nc", "__weakref__")
     __array_priority__ = 100  # NumPy defers `ndarray op array` to our reflected operators
 
     def __init__(self, val, dtype=None):
@@ -43,6 +45,7 @@ class array:
         self._idx = 0
         self._mem = 0
         self._tracer = False
+        self._nc = 0
         self._data = None
         _set_data(self, data)
 
@@ -59,6 +62,7 @@ class array:
         a._idx = 0
         a._mem = 0
         a._tracer = False
+        a._nc = 0
         a._data = None
         _set_data(a, data)
         return a
@@ -76,13 +80,20 @@ class array:
         a._idx = 0
         a._mem = 0
         a._tracer = False
+        a._nc = 0
+        if inputs:
+            for x in inputs:
+                x._nc += 1
+            _register_consumer(a)
         return a
 
     def __del__(self):
-        # getattr: __init__ may have raised before the slot was set
+        # getattr: __init__ may have raised before the slots were set
         mem = getattr(self, "_mem", 0)
         if mem:
             memory.sub(mem)
+        for x in getattr(self, "_inputs", ()):
+            x._nc -= 1
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -215,11 +226,20 @@ def _set_data(a: array, data: np.ndarray) -> None:
 
 
 # -- conversion from Python and NumPy values ------------------------------------------------
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _scalar_dtype(v) -> D.Dtype:
     if isinstance(v, (bool, np.bool_)):
         return D.bool_
     if isinstance(v, numbers.Integral):
-        return D.int32 if _INT32_MIN <= int(v) <= _INT32_MAX else D.int64
+        v = int(v)
+        if _INT32_MIN <= v <= _INT32_MAX:
+            return D.int32
+        if _INT64_MIN <= v <= _INT64_MAX:
+            return D.int64
+        raise ValueError(f"[array] Integer {v} does not fit in int64; pass dtype=uint64 or "
+                         "a float dtype.")
     if isinstance(v, numbers.Real):
         return D.float32
     if isinstance(v, numbers.Complex):
@@ -227,8 +247,20 @@ def _scalar_dtype(v) -> D.Dtype:
     raise ValueError(f"Invalid type {type(v).__name__} received in array initialization.")
 
 
+def _default_from_numpy(npd) -> D.Dtype:
+    """The dtype MLX gives NumPy (or buffer) data when none is asked for: float64 -> float32,
+    complex128 -> complex64 (MLX has no complex128); other supported dtypes are kept."""
+    npd = np.dtype(npd)
+    if npd == np.float64:
+        return D.float32
+    if npd == np.complex128:
+        return D.complex64
+    return D.from_numpy(npd)
+
+
 def _list_dtype(val) -> D.Dtype:
-    """MLX's rule for nested lists: the widest Python kind present decides."""
+    """MLX's rule for nested lists: the widest kind present decides (Python scalars are typed
+    as in `array(scalar)`, arrays keep their dtype)."""
     out = None
     todo = [val]
     while todo:
@@ -239,20 +271,57 @@ def _list_dtype(val) -> D.Dtype:
         if isinstance(v, array):
             d = v._dtype
         elif isinstance(v, np.ndarray):
-            d = D.from_numpy(v.dtype)
+            d = _default_from_numpy(v.dtype)
         else:
             d = _scalar_dtype(v)
         out = d if out is None else D.promote(out, d)
     return D.float32 if out is None else out
 
 
+# Arrays nested in lists are widened to a carrier dtype that NumPy mixes with Python scalars
+# without losing values; the final cast to the target dtype happens once, at the end.
+_CARRIER = {"b": np.dtype(np.bool_), "u": np.dtype(np.int64), "i": np.dtype(np.int64),
+            "f": np.dtype(np.float64), "c": np.dtype(np.complex128)}
+
+
 def _nested_to_numpy(val):
     """Nested lists that may contain braze arrays -> a plain nested structure for np.array."""
     if isinstance(val, array):
-        return val._numpy()
+        d = val._numpy()
+        carrier = np.dtype(np.uint64) if val._dtype is D.uint64 else _CARRIER[val._dtype.kind]
+        return d.astype(carrier)
+    if isinstance(val, np.ndarray) and val.dtype.kind == "V":  # bfloat16
+        return val.astype(np.float64)
     if isinstance(val, (list, tuple)):
         return [_nested_to_numpy(v) for v in val]
     return val
+
+
+def _cast(src: np.ndarray, target: D.Dtype) -> np.ndarray:
+    """A fresh C-contiguous copy of `src` in `target`, with C conversion semantics (integers
+    wrap, complex -> real drops the imaginary part, NaN -> int is unspecified) and no warnings."""
+    if src.dtype.kind == "c" and target.kind != "c":
+        src = src.real
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.array(src, dtype=target.np_dtype, order="C", copy=True)
+
+
+def _check_numpy_kind(src: np.ndarray) -> None:
+    if src.dtype.kind not in "buifc" and src.dtype not in D._BY_NP:
+        raise ValueError(f"[array] Unsupported NumPy dtype {src.dtype}.")
+
+
+def _scalar_to_numpy(val, target: D.Dtype) -> np.ndarray:
+    if isinstance(val, bool) or not isinstance(val, numbers.Integral):
+        return np.asarray(val)
+    v = int(val)
+    if _INT64_MIN <= v <= _INT64_MAX:
+        return np.asarray(v, dtype=np.int64)
+    if target is D.uint64 and 0 <= v < 2**64:
+        return np.asarray(v, dtype=np.uint64)
+    if target.kind in "fc":
+        return np.asarray(float(v))
+    raise ValueError(f"[array] Integer {v} does not fit in {target.name}.")
 
 
 def to_numpy(val, dtype: D.Dtype | None) -> np.ndarray:
@@ -260,86 +329,218 @@ def to_numpy(val, dtype: D.Dtype | None) -> np.ndarray:
     if isinstance(val, array):
         src = val._numpy()
         target = dtype or val._dtype
-    elif isinstance(val, np.ndarray) or hasattr(val, "__array_interface__"):
-        src = np.asarray(val)
-        if src.dtype == np.float64 and dtype is None:
-            target = D.float32  # MLX reads float64 NumPy data as float32 by default
-        elif src.dtype.kind in "OSUV":
-            raise ValueError(f"[array] Unsupported NumPy dtype {src.dtype}.")
+    elif isinstance(val, (bool, int, float, complex)):  # Python scalars (np.float64 included)
+        if isinstance(val, np.generic):
+            src = np.asarray(val)
+            _check_numpy_kind(src)
+            target = dtype or _default_from_numpy(src.dtype)
         else:
-            target = dtype or D.from_numpy(src.dtype)
+            target = dtype or _scalar_dtype(val)
+            src = _scalar_to_numpy(val, target)
+    elif isinstance(val, (np.ndarray, np.generic)) or hasattr(val, "__array_interface__") \
+            or hasattr(val, "__array__"):
+        src = np.asarray(val)
+        _check_numpy_kind(src)
+        target = dtype or _default_from_numpy(src.dtype)  # float64 NumPy data -> float32
     elif isinstance(val, (list, tuple)):
         target = dtype or _list_dtype(val)
-        src = np.array(_nested_to_numpy(val))
+        try:
+            src = np.array(_nested_to_numpy(val))
+        except ValueError:
+            raise ValueError("Initialization encountered non-uniform length.") from None
+        except OverflowError:
+            raise ValueError(f"[array] An integer does not fit in {target.name}.") from None
         if src.dtype == object:
-            raise ValueError("[array] Initialization encountered non-uniform length or types.")
-    elif isinstance(val, np.generic):
-        target = dtype or D.from_numpy(val.dtype)
-        src = np.asarray(val)
-    elif isinstance(val, (numbers.Number, np.bool_)):
+            raise ValueError("Initialization encountered non-uniform length.")
+        if src.dtype.kind in "SUV":
+            bad = next(v for v in _leaves(val) if isinstance(v, (str, bytes)))
+            raise ValueError(
+                f"Invalid type {type(bad).__name__} received in array initialization.")
+    elif isinstance(val, numbers.Number):  # other numbers.Number implementations
         target = dtype or _scalar_dtype(val)
-        src = val
+        src = np.asarray(complex(val) if target.kind == "c" else
+                         float(val) if target.kind == "f" else int(val))
     else:
         try:
-            src = np.asarray(memoryview(val))
+            src = np.asarray(memoryview(val))  # the buffer protocol: bytearray, array.array
         except TypeError:
             raise ValueError(
                 f"Invalid type {type(val).__name__} received in array initialization.") from None
-        target = dtype or D.from_numpy(src.dtype)
-    return np.array(src, dtype=target.np_dtype, order="C", copy=True)
+        target = dtype or _default_from_numpy(src.dtype)
+    return _cast(src, target)
+
+
+def _leaves(val):
+    todo = [val]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, (list, tuple)):
+            todo.extend(v)
+        else:
+            yield v
 
 
 # -- printing in MLX's format ---------------------------------------------------------------
-def _fmt_float(v):
-    return f"{float(v):g}"
+class PrintOptions:
+    """MLX's print options: `precision` -1 prints floats like C++ `ostream` (6 significant
+    digits); n >= 0 prints n digits after the point (`std::fixed`)."""
+
+    __slots__ = ("precision",)
+
+    def __init__(self, precision: int = -1):
+        self.precision = precision
+
+    def __repr__(self):
+        return f"PrintOptions(precision={self.precision})"
 
 
-def _fmt_complex(v):
-    v = complex(v)
-    return f"{v.real:g}{'+' if v.imag >= 0 or v.imag != v.imag else '-'}{abs(v.imag):g}j"
+_print_options = PrintOptions()
+
+
+def get_printoptions() -> PrintOptions:
+    return PrintOptions(_print_options.precision)
+
+
+def set_printoptions(precision: int = -1) -> None:
+    if not isinstance(precision, int) or isinstance(precision, bool):
+        raise TypeError(f"[set_printoptions] Expected an int precision, got {precision!r}.")
+    _print_options.precision = precision
+
+
+class printoptions:
+    """Context manager: `with mx.printoptions(precision=3): print(x)`."""
+
+    def __init__(self, precision: int = -1):
+        if not isinstance(precision, int) or isinstance(precision, bool):
+            raise TypeError(f"[printoptions] Expected an int precision, got {precision!r}.")
+        self._precision = precision
+        self._saved = None
+
+    def __enter__(self):
+        self._saved = _print_options.precision
+        _print_options.precision = self._precision
+        return self
+
+    def __exit__(self, *exc):
+        _print_options.precision = self._saved
+        return False
+
+
+def _float_formatter(precision: int):
+    if precision == -1:
+        spec = "g"
+    else:  # C++ treats a negative precision under std::fixed as the default, 6
+        spec = f".{precision if precision >= 0 else 6}f"
+
+    def fmt(v):
+        v = float(v)
+        if v != v:  # C++ prints the sign of a NaN
+            return "-nan" if math.copysign(1.0, v) < 0 else "nan"
+        return format(v, spec)
+
+    return fmt
+
+
+def _element_formatter(dt: D.Dtype):
+    if dt.kind == "b":
+        return lambda v: "True" if v else "False"
+    if dt.kind in "ui":
+        return lambda v: str(int(v))
+    ffmt = _float_formatter(_print_options.precision)
+    if dt.kind == "f":
+        return ffmt
+
+    def cfmt(v):  # MLX: real, then '-' and |imag| if imag < 0, else '+' and imag; then 'j'
+        v = complex(v)
+        im = v.imag
+        return f"{ffmt(v.real)}{'-' + ffmt(-im) if im < 0 else '+' + ffmt(im)}j"
+
+    return cfmt
+
+
+_EDGE = 3  # a dimension longer than 2 * _EDGE prints its first and last _EDGE entries
+
+
+def _format_sub(data, dim, ndim, fmt, out):
+    n = data.shape[0]
+    last = dim == ndim - 1
+    prefix = "" if last else " " * (7 + dim)
+    postfix = ", " if last else ",\n"
+    out.append("[")
+    i = 0
+    while i < n:
+        if i:
+            out.append(prefix)
+        if i == _EDGE and n > 2 * _EDGE:
+            out.append("...")
+            i = n - _EDGE - 1
+        elif last:
+            out.append(fmt(data[i]))
+        else:
+            _format_sub(data[i], dim + 1, ndim, fmt, out)
+        if i != n - 1:
+            out.append(postfix)
+        i += 1
+    out.append("]")
 
 
 def format_array(data: np.ndarray, dt: D.Dtype) -> str:
-    if dt in (D.bfloat16, D.float16):
-        data = data.astype(np.float32)
-    fmt = {"float_kind": _fmt_float, "complex_kind": _fmt_complex, "int": str,
-           "bool": lambda b: "True" if b else "False"}
-    body = np.array2string(data, separator=", ", formatter=fmt, threshold=1000,
-                           edgeitems=3, prefix="array(", max_line_width=80)
+    """MLX's array printing (mlx/utils.cpp): no line wrapping; every dimension longer than six
+    shows its first three and last three entries around `...`."""
+    fmt = _element_formatter(dt)
+    if data.ndim == 0:
+        body = fmt(data[()])
+    else:
+        out = []
+        _format_sub(data, 0, data.ndim, fmt, out)
+        body = "".join(out)
     return f"array({body}, dtype={dt.name})"
 
 
-def overwrite_descriptor(dst: array, src: array) -> None:
-    """Make `dst` become `src` in place (MLX's semantics for `a += b` and `a[i] = v`).
+# -- in-place updates -------------------------------------------------------------------------
+# MLX's `a += b` and `a[i] = v` give the *object* `a` a new value, while graph nodes built from
+# `a` earlier keep reading the old one. Nodes hold array objects, so an overwrite moves the old
+# value into a fresh object and re-points the pending consumers of `a` at it. To find them, each
+# array counts the nodes holding it as an input (`_nc`), and unevaluated nodes are listed weakly.
+_LIVE: list = []
+_LIVE_LIMIT = [4096]
 
-    Every Python reference to `dst` sees the new value; `src` is left empty-handed so the
-    buffer's byte count is not counted twice.
-    """
-    if dst._mem:
-        memory.sub(dst._mem)
-    dst._shape, dst._dtype, dst._data = src._shape, src._dtype, src._data
-    dst._prim, dst._inputs, dst._idx, dst._mem = src._prim, src._inputs, src._idx, src._mem
-    dst._siblings = None
-    dst._tracer = src._tracer
-    if src._siblings is not None:  # keep the sibling group pointing at the object users hold
-        sibs = list(src._siblings)
-        sibs[src._idx] = dst
-        sibs = tuple(sibs)
-        for s in sibs:
-            s._siblings = sibs
-    src._mem = 0
-    src._data = dst._data
+
+def _register_consumer(a: array) -> None:
+    _LIVE.append(weakref.ref(a))
+    if len(_LIVE) > _LIVE_LIMIT[0]:
+        _LIVE[:] = [r for r in _LIVE if (o := r()) is not None and o._inputs]
+        _LIVE_LIMIT[0] = max(4096, 2 * len(_LIVE))
+
+
+def _repoint_consumers(dst: array, old: array) -> None:
+    """Make every node that holds `dst` as an input hold `old` instead."""
+    for r in reversed(_LIVE):
+        if dst._nc <= 0:
+            break
+        o = r()
+        if o is None or not any(x is dst for x in o._inputs):
+            continue
+        new = tuple(old if x is dst else x for x in o._inputs)
+        k = len(o._inputs) - sum(x is not dst for x in o._inputs)
+        for s in (o._siblings or (o,)):
+            if s._inputs is o._inputs or s is o:
+                s._inputs = new
+                dst._nc -= k
+                old._nc += k
+    dst._nc = max(dst._nc, 0)
 
 
 def detached_copy(a: array) -> array:
-    """A new array object holding `a`'s current value (node or buffer), for `a` to be overwritten.
+    """A new array object with `a`'s current value (node or buffer), for `a` to be overwritten.
 
-    The byte count moves to the copy, which now owns the old buffer.
+    It takes over the byte count and `a`'s place in a sibling group; `a` stays valid.
     """
     b = object.__new__(array)
     b._shape, b._dtype, b._data = a._shape, a._dtype, a._data
     b._prim, b._inputs, b._idx, b._mem = a._prim, a._inputs, a._idx, a._mem
     b._tracer = a._tracer
+    b._nc = 0
     a._mem = 0
     b._siblings = None
     if a._siblings is not None:
@@ -348,4 +549,37 @@ def detached_copy(a: array) -> array:
         sibs = tuple(sibs)
         for s in sibs:
             s._siblings = sibs
+    if b._inputs:
+        for x in b._inputs:
+            x._nc += 1
+        _register_consumer(b)
     return b
+
+
+def overwrite_descriptor(dst: array, src: array) -> None:
+    """Make the object `dst` hold `src`'s value (MLX's semantics for `a += b` and `a[i] = v`).
+
+    Every Python reference to `dst` sees the new value; nodes built from `dst` before keep its
+    old value (including `src`'s own graph, as in `a[0] = a[1] + 1`).
+    """
+    if src is dst:
+        return
+    old = detached_copy(dst)
+    if dst._nc:
+        _repoint_consumers(dst, old)
+    for x in dst._inputs:  # dst lets go of its former inputs; `old` holds them now
+        x._nc -= 1
+    dst._shape, dst._dtype, dst._data = src._shape, src._dtype, src._data
+    dst._prim, dst._inputs, dst._idx = src._prim, src._inputs, src._idx
+    dst._mem, src._mem = src._mem, 0  # one of the two objects counts the shared buffer
+    dst._tracer = src._tracer
+    if dst._inputs:  # dst and src now both hold these inputs
+        for x in dst._inputs:
+            x._nc += 1
+        _register_consumer(dst)
+    if src._siblings is not None:  # keep the sibling group pointing at the object users hold
+        sibs = list(src._siblings)
+        sibs[src._idx] = dst
+        sibs = tuple(sibs)
+        for s in sibs:
+            s._siblings = sibs

@@ -161,16 +161,22 @@ def from_numpy(npd) -> Dtype:
 
 
 def issubdtype(a, b) -> bool:
-    """MLX's issubdtype: Dtype or DtypeCategory on either side."""
+    """MLX's issubdtype: Dtype or DtypeCategory on either side.
+
+    A dtype is a subtype of itself and of its categories; a category is a subtype of itself
+    and of its ancestors, never of a dtype. Anything else raises ValueError, as MLX does.
+    """
+    if not isinstance(a, (Dtype, DtypeCategory)):
+        raise ValueError("[issubdtype] Received invalid type for first input.")
+    if not isinstance(b, (Dtype, DtypeCategory)):
+        raise ValueError("[issubdtype] Received invalid type for second input.")
     if isinstance(a, Dtype):
         if isinstance(b, Dtype):
             return a is b
         return b in a._cats
-    if isinstance(a, DtypeCategory):
-        if isinstance(b, Dtype):
-            return False
-        return b in _ancestors(a)
-    raise TypeError(f"[issubdtype] Expected a Dtype or DtypeCategory, got {a!r}.")
+    if isinstance(b, Dtype):
+        return False
+    return b in _ancestors(a)
 
 
 def is_floating(d: Dtype) -> bool:
@@ -186,11 +192,93 @@ def is_integer(d: Dtype) -> bool:
 
 
 def can_cast(from_, to) -> bool:
-    """NumPy-style safe casting between braze dtypes (bfloat16 handled by ml_dtypes)."""
+    """MLX's can_cast: `from_` can be cast to `to` when promoting the two gives back `to`."""
     from_, to = to_dtype(from_, "can_cast"), to_dtype(to, "can_cast")
-    if from_ is to:
-        return True
-    return bool(np.can_cast(from_.np_dtype, to.np_dtype, casting="safe"))
+    return promote(from_, to) is to
+
+
+_ISDTYPE_KINDS = {
+    "bool": "b",
+    "signed integer": "i",
+    "unsigned integer": "u",
+    "integral": "ui",
+    "real floating": "f",
+    "complex floating": "c",
+    "numeric": "uifc",
+}
+
+
+def isdtype(dtype, kind) -> bool:
+    """The array API's isdtype: does `dtype` belong to `kind` (a Dtype, a kind name, or a
+    tuple of those)?"""
+    if not isinstance(dtype, Dtype):
+        raise TypeError(f"[isdtype] Expected a Dtype, got {type(dtype).__name__}: {dtype!r}.")
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if isinstance(k, Dtype):
+            if k is dtype:
+                return True
+        elif isinstance(k, str):
+            if k not in _ISDTYPE_KINDS:
+                raise ValueError(f"[isdtype] Unknown data type kind: {k!r}.")
+            if dtype.kind in _ISDTYPE_KINDS[k]:
+                return True
+        else:
+            raise ValueError(
+                "[isdtype] `kind` must be a dtype, a string, or a tuple of dtypes and strings.")
+    return False
+
+
+def _fmt_g(v) -> str:
+    return f"{v:g}"
+
+
+class finfo:
+    """Machine limits of an inexact dtype (MLX's `mx.finfo`); complex64 describes its float32
+    parts."""
+
+    __slots__ = ("dtype", "min", "max", "eps", "smallest_normal", "bits")
+
+    def __init__(self, dtype):
+        if not isinstance(dtype, Dtype):
+            raise TypeError(f"[finfo] Expected a Dtype, got {type(dtype).__name__}: {dtype!r}.")
+        if dtype.kind not in "fc":
+            raise ValueError(f"[finfo] dtype {dtype.name} is not inexact.")
+        real = float32 if dtype is complex64 else dtype
+        fi = ml_dtypes.finfo(real.np_dtype) if real is bfloat16 else np.finfo(real.np_dtype)
+        self.dtype = real
+        self.min = float(fi.min)
+        self.max = float(fi.max)
+        self.eps = float(fi.eps)
+        self.smallest_normal = float(fi.smallest_normal)
+        self.bits = real.size * 8
+
+    def __repr__(self):
+        return f"finfo(min={_fmt_g(self.min)}, max={_fmt_g(self.max)}, dtype={self.dtype.name})"
+
+    __str__ = __repr__
+
+
+class iinfo:
+    """Machine limits of an integer dtype (MLX's `mx.iinfo`)."""
+
+    __slots__ = ("dtype", "min", "max")
+
+    def __init__(self, dtype):
+        if not isinstance(dtype, Dtype):
+            raise TypeError(f"[iinfo] Expected a Dtype, got {type(dtype).__name__}: {dtype!r}.")
+        if dtype.kind not in "ui":
+            raise ValueError(
+                f"[iinfo] Only integer types supported but {dtype.name} was provided")
+        ii = np.iinfo(dtype.np_dtype)
+        self.dtype = dtype
+        self.min = int(ii.min)
+        self.max = int(ii.max)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"
+
+    __str__ = __repr__
 
 
 def finfo_min_max(d: Dtype):

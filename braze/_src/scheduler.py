@@ -41,17 +41,22 @@ def _run(a):
     if sibs is None:
         _set_data(a, _check_output(outs[0], a))
         if not keep:
-            a._prim = None
-            a._inputs = ()
+            _drop_inputs(a)
         return
     for s, out in zip(sibs, outs):
         _set_data(s, _check_output(out, s))
         if not keep:
-            s._prim = None
-            s._inputs = ()
+            _drop_inputs(s)
     if not keep:
         for s in sibs:
             s._siblings = None
+
+
+def _drop_inputs(a):
+    for x in a._inputs:
+        x._nc -= 1
+    a._prim = None
+    a._inputs = ()
 
 
 def eval_arrays(arrays) -> None:

@@ -1,14 +1,58 @@
 """The `mx` namespace: MLX's names, re-exported from braze._src."""
 import math as _math
 
-from braze._src.array import array
+from braze._src.array import PrintOptions, array, get_printoptions, printoptions, set_printoptions  # noqa: F401
+from braze._src.device import (  # noqa: F401
+    Device,
+    DeviceType,
+    Stream,
+    StreamContext,
+    clear_streams,
+    cpu,
+    default_device,
+    default_stream,
+    device_count,
+    device_info,
+    gpu,
+    is_available,
+    new_stream,
+    set_default_device,
+    set_default_stream,
+    stream,
+    synchronize,
+)
 from braze._src.dtypes import (  # noqa: F401
-    Dtype, DtypeCategory, bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
-    float16, float32, float64, bfloat16, complex64, issubdtype, can_cast)
-from braze._src.ops import *  # noqa: F401,F403
+    Dtype,
+    DtypeCategory,
+    bfloat16,
+    bool_,
+    complex64,
+    finfo,
+    float16,
+    float32,
+    float64,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from braze._src.memory import (  # noqa: F401
-    get_active_memory, get_peak_memory, reset_peak_memory, get_cache_memory, set_cache_limit,
-    set_memory_limit, clear_cache)
+    clear_cache,
+    get_active_memory,
+    get_cache_memory,
+    get_memory_limit,
+    get_peak_memory,
+    reset_peak_memory,
+    set_cache_limit,
+    set_memory_limit,
+    set_wired_limit,
+)
+from braze._src.ops import *  # noqa: F401,F403  (eval, result_type, can_cast, ... from ops.misc)
 
 complexfloating = DtypeCategory.complexfloating
 floating = DtypeCategory.floating

@@ -1,4 +1,164 @@
-"""Op table: linalg."""
-from . import OpCase  # noqa: F401
+"""Op table: linear algebra products (matmul, addmm, inner, outer, tensordot, einsum, kron,
+vecdot). References are NumPy on float64 inputs."""
+import ml_dtypes
+import numpy as np
+
+import braze.core as mx
+
+from . import FLOATS, INTS, OpCase
+
+# the driver builds inputs with mx.array(ndarray), which reads float64 as float32 (MLX's rule)
+A_FLOATS = tuple(d for d in FLOATS if d != "float64")
+INT_SAMPLE = ("int8", "int32", "uint8", "int64")
+
+
+def _np_dtype(dt):
+    return ml_dtypes.bfloat16 if dt == "bfloat16" else np.dtype("bool" if dt == "bool" else dt)
+
+
+def gen(rng, shape, dt):
+    if dt == "bool":
+        return rng.random(shape) < 0.5
+    if dt in INTS:
+        lo = 0 if dt.startswith("u") else -3
+        return rng.integers(lo, 4, size=shape).astype(dt)
+    return rng.standard_normal(shape).astype(_np_dtype(dt))
+
+
+def _ins(*shapes):
+    return lambda rng, dt: tuple(gen(rng, s, dt) for s in shapes)
+
+
+def _sum_out(dt):
+    if dt in ("bool", "int8", "int16"):
+        return "int32"
+    if dt in ("uint8", "uint16"):
+        return "uint32"
+    return dt
+
 
 CASES = []
+
+
+def _case(name, mx_fn, np_fn, inputs, dtypes=A_FLOATS, **kw):
+    kw.setdefault("rtol", 1e-4)
+    kw.setdefault("atol", 1e-5)
+    CASES.append(OpCase(name, mx_fn, np_fn, inputs, dtypes, **kw))
+
+
+# -- matmul -----------------------------------------------------------------------------------
+_MATMUL_SHAPES = {
+    "2d": ((3, 4), (4, 5)),
+    "vec_vec": ((4,), (4,)),
+    "vec_mat": ((4,), (4, 3)),
+    "mat_vec": ((3, 4), (4,)),
+    "batched": ((2, 3, 4), (2, 4, 5)),
+    "batch_broadcast": ((2, 1, 3, 4), (5, 4, 2)),
+    "batch_vec": ((2, 3, 4), (4,)),
+    "vec_batch": ((4,), (2, 4, 3)),
+    "empty_rows": ((0, 4), (4, 3)),
+    "empty_inner": ((3, 0), (0, 2)),
+    "empty_batch": ((0, 2, 3), (3, 2)),
+}
+for _v, (_sa, _sb) in _MATMUL_SHAPES.items():
+    _case("matmul", lambda a, b: mx.matmul(a, b), np.matmul, _ins(_sa, _sb), variant=_v,
+          dtypes=A_FLOATS + ("complex64",) if _v == "2d" else A_FLOATS)
+_case("matmul", lambda a, b: a @ b, np.matmul, _ins((2, 3, 4), (4, 2)), variant="operator")
+_case("matmul", mx.matmul, np.matmul,
+      lambda rng, dt: (gen(rng, (3, 4), dt), gen(rng, (4, 2), "float32")),
+      dtypes=("int32", "float16", "bool"), out_dtype=lambda dt: "float32",
+      variant="mixed_dtypes", grad_inputs=(1,))
+
+# -- addmm ------------------------------------------------------------------------------------
+for _v, (_sc, _sa, _sb, _al, _be) in {
+        "2d": ((3, 5), (3, 4), (4, 5), 1.0, 1.0),
+        "alpha_beta": ((3, 5), (3, 4), (4, 5), 0.5, -2.0),
+        "c_row": ((5,), (3, 4), (4, 5), 2.0, 1.0),
+        "c_scalar": ((), (3, 4), (4, 5), 1.0, 0.5),
+        "vec": ((5,), (4,), (4, 5), 1.0, 1.0),
+        "batched": ((2, 1, 5), (2, 3, 4), (4, 5), 1.5, 0.25),
+        "beta0": ((3, 5), (3, 4), (4, 5), 1.0, 0.0)}.items():
+    _case("addmm", lambda c, a, b, al=_al, be=_be: mx.addmm(c, a, b, alpha=al, beta=be),
+          lambda c, a, b, al=_al, be=_be: al * np.matmul(a, b) + be * c,
+          _ins(_sc, _sa, _sb), variant=_v)
+
+# -- inner / outer / kron / vecdot ------------------------------------------------------------
+_case("inner", mx.inner, np.inner, _ins((4,), (4,)), variant="1d")
+_case("inner", mx.inner, np.inner, _ins((2, 3), (4, 3)), variant="2d")
+_case("inner", mx.inner, np.inner, _ins((2, 2, 3), (3,)), variant="3d_1d")
+_case("inner", mx.inner, np.inner, _ins((), (2, 3)), variant="scalar")
+_case("inner", mx.inner, lambda a, b: np.inner(a, b).astype(_np_dtype(_sum_out(str(a.dtype)))),
+      _ins((2, 3), (4, 3)), dtypes=INT_SAMPLE, out_dtype=_sum_out, variant="int")
+_case("outer", mx.outer, np.outer, _ins((3,), (4,)), variant="1d")
+_case("outer", mx.outer, np.outer, _ins((3, 2), (2,)), variant="flattens")
+_case("outer", mx.outer, np.outer, _ins((3,), (4,)), dtypes=INT_SAMPLE + ("bool",),
+      variant="int", exact=True)
+_case("outer", mx.outer, np.outer, _ins((0,), (4,)), variant="empty")
+_case("kron", mx.kron, np.kron, _ins((2, 3), (4, 2)), variant="2d")
+_case("kron", mx.kron, np.kron, _ins((3,), (2, 2)), variant="1d_2d")
+_case("kron", mx.kron, np.kron, _ins((2, 2), (2,)), dtypes=INT_SAMPLE, variant="int",
+      exact=True)
+_case("kron", mx.kron, np.kron, _ins((), (3,)), variant="scalar")
+_case("vecdot", mx.vecdot, lambda a, b: np.sum(a * b, axis=-1), _ins((2, 3), (2, 3)),
+      variant="2d")
+_case("vecdot", lambda a, b: mx.vecdot(a, b, axis=0), lambda a, b: np.sum(a * b, axis=0),
+      _ins((4, 3), (4, 3)), variant="axis0")
+_case("vecdot", mx.vecdot, lambda a, b: np.sum(a * b, axis=-1), _ins((2, 3), (3,)),
+      variant="broadcast")
+_case("vecdot", mx.vecdot, lambda a, b: np.sum(np.conj(a) * b, axis=-1),
+      lambda rng, dt: tuple((rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3)))
+                            .astype(np.complex64) for _ in range(2)),
+      dtypes=("complex64",), variant="complex", differentiable=False)
+
+# -- tensordot --------------------------------------------------------------------------------
+for _v, (_sa, _sb, _ax) in {
+        "default": ((2, 3, 4), (3, 4, 5), 2),
+        "axes1": ((2, 3, 4), (4, 5), 1),
+        "axes0": ((2, 3), (4,), 0),
+        "pairs": ((2, 3, 4), (4, 3, 5), ([1, 2], [1, 0])),
+        "pairs_neg": ((2, 3, 4), (4, 3, 5), ([-1], [0])),
+        "pairs_int": ((2, 3, 4), (4, 3, 5), (2, 0)),
+        "all": ((3, 4), (3, 4), 2),
+        "empty": ((2, 0), (0, 3), 1)}.items():
+    _case("tensordot", lambda a, b, ax=_ax: mx.tensordot(a, b, axes=ax),
+          lambda a, b, ax=_ax: np.tensordot(a, b, axes=ax), _ins(_sa, _sb), variant=_v)
+_case("tensordot", lambda a, b: mx.tensordot(a, b, axes=1),
+      lambda a, b: np.tensordot(a.astype(np.int64), b, axes=1).astype(
+          _np_dtype(_sum_out(str(a.dtype)))),
+      _ins((2, 3), (3, 2)), dtypes=INT_SAMPLE, out_dtype=_sum_out, variant="int")
+
+# -- einsum -----------------------------------------------------------------------------------
+_EINSUM = {
+    "matmul": ("ij,jk->ik", (3, 4), (4, 5)),
+    "implicit": ("ij,jk", (3, 4), (4, 5)),
+    "batch_matmul": ("bij,bjk->bik", (2, 3, 4), (2, 4, 5)),
+    "ellipsis_matmul": ("...ij,...jk->...ik", (2, 3, 4), (4, 5)),
+    "trace": ("ii->", (4, 4)),
+    "diagonal": ("ii->i", (4, 4)),
+    "transpose": ("ij->ji", (3, 4)),
+    "sum_all": ("ijk->", (2, 3, 4)),
+    "sum_axis": ("ijk->ik", (2, 3, 4)),
+    "outer": ("i,j->ij", (3,), (4,)),
+    "dot": ("i,i->", (5,), (5,)),
+    "hadamard": ("ij,ij->ij", (3, 4), (3, 4)),
+    "bilinear": ("i,ij,j->", (3,), (3, 4), (4,)),
+    "three_operands": ("ab,bc,cd->ad", (2, 3), (3, 4), (4, 2)),
+    "ellipsis_sum": ("i...->...", (3, 2, 4)),
+    "permute": ("abc->cab", (2, 3, 4)),
+    "upper_case": ("Ab,bC->AC", (2, 3), (3, 4)),
+    "empty": ("ij,jk->ik", (2, 0), (0, 3)),
+    "scalar": (",ij->ij", (), (2, 3)),
+}
+for _v, (_s, *_shapes) in _EINSUM.items():
+    _case("einsum", lambda *xs, s=_s: mx.einsum(s, *xs),
+          lambda *xs, s=_s: np.einsum(s, *xs), _ins(*_shapes), variant=_v,
+          differentiable=_v not in ("trace", "diagonal"))
+_case("einsum", lambda a: mx.einsum("ij->i", a),
+      lambda a: np.einsum("ij->i", a.astype(np.int64)).astype(_np_dtype(_sum_out(str(a.dtype)))),
+      _ins((3, 4)), dtypes=("bool", "int8", "uint8", "int32", "uint32", "int64"),
+      out_dtype=_sum_out, variant="int_reduce")
+_case("einsum", lambda a, b: mx.einsum("ij,ij->ij", a, b), lambda a, b: a * b,
+      _ins((3, 4), (3, 4)), dtypes=("bool", "int8", "int32"), variant="int_elementwise")
+_case("einsum", lambda a, b: mx.einsum("ij,jk->ik", a, b),
+      lambda a, b: np.matmul(np.broadcast_to(a, (3, 4)), b), _ins((3, 1), (4, 2)),
+      variant="broadcast_size1")

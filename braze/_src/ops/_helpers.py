@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..array import array
-from ..prims.base import bind
+from ..prims.base import bind, broadcast_shapes
 from ..prims.core import AsType, Broadcast
 
 _INT_KINDS = "ui"
@@ -81,24 +81,6 @@ def astype(x: array, dtype: D.Dtype) -> array:
     if x._dtype is dtype:
         return x
     return bind(AsType(dtype), (x,))
-
-
-def broadcast_shapes(*shapes, op="broadcast_shapes") -> tuple:
-    """NumPy broadcasting of shapes; ValueError naming the op and the shapes."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for s in shapes:
-        off = ndim - len(s)
-        for i, d in enumerate(s):
-            o = out[off + i]
-            if o == d or d == 1:
-                continue
-            if o == 1:
-                out[off + i] = d
-            else:
-                pretty = " and ".join(str(tuple(t)) for t in shapes)
-                raise ValueError(f"[{op}] Shapes {pretty} cannot be broadcast.")
-    return tuple(out)
 
 
 def broadcast_to_shape(x: array, shape: tuple) -> array:

@@ -1,3 +1,280 @@
-"""Public ops: creation (to be filled)."""
+"""Public ops: creation (arange, linspace, zeros/ones/full and their *_like, eye, tri, meshgrid...).
 
-__all__ = []
+Every op is lazy like MLX: `zeros`, `ones` and `full` are a `Broadcast` (a zero-copy view) of a
+0-d constant; `arange`, `linspace`, `eye` and `tri` are primitives with no inputs.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import dtypes as D
+from ..array import array
+from ..prims.base import bind
+from ..prims.core import AsType, Broadcast
+from ..prims.creation import Arange, Eye, Linspace, Tri, arange_length
+from ._helpers import as_array, broadcast_shapes, check_dtype, check_shape
+
+__all__ = ["arange", "linspace", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
+           "empty", "empty_like", "eye", "identity", "tri", "tril", "triu", "meshgrid",
+           "asarray"]
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _real_scalar(v, what: str, op: str):
+    """A Python/NumPy real number (not bool) -> a Python int or float."""
+    if isinstance(v, array) and v.ndim == 0 and v.dtype.kind in "uif":
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.integer,
+                                                             np.floating)):
+        raise TypeError(f"[{op}] Expected a real number for {what}, got "
+                        f"{type(v).__name__}: {v!r}.")
+    if isinstance(v, (np.integer, np.floating)):
+        v = v.item()
+    return v
+
+
+def _int_arg(v, what: str, op: str, allow_negative=True) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"[{op}] Expected an int for {what}, got {type(v).__name__}: {v!r}.")
+    v = int(v)
+    if not allow_negative and v < 0:
+        raise ValueError(f"[{op}] {what} must be non-negative, got {v}.")
+    return v
+
+
+def _as_input_array(a, op: str) -> array:
+    return a if type(a) is array else as_array(a, op)
+
+
+def _constant(v, dtype: D.Dtype | None, op: str) -> array:
+    """A 0-d (or n-d) evaluated constant for a scalar `v`, converted like MLX's astype."""
+    if (dtype is not None and dtype.kind in "ui" and isinstance(v, (int, np.integer))
+            and not isinstance(v, (bool, np.bool_))):
+        lo, hi = D.finfo_min_max(dtype)
+        if not lo <= int(v) <= hi:
+            raise ValueError(f"[{op}] Converting {v} to {dtype.name} would result in overflow.")
+    c = as_array(v, op)
+    if dtype is not None and c.dtype is not dtype:
+        data = c._numpy()
+        with np.errstate(over="ignore", invalid="ignore"):
+            if dtype.kind in "uib" and data.dtype.kind in "fc":
+                data = np.real(data).astype(dtype.np_dtype)
+            elif data.dtype.kind == "c" and dtype.kind != "c":
+                data = np.real(data).astype(dtype.np_dtype)
+            else:
+                data = data.astype(dtype.np_dtype)
+        c = array._from_data(np.array(data, order="C"))
+    return c
+
+
+# -- ranges -----------------------------------------------------------------------------------
+def arange(start=None, stop=None, step=None, dtype=None, *, stream=None) -> array:
+    """Values in [start, stop) by step (MLX's forms: arange(stop), arange(start, stop[, step]))."""
+    if isinstance(step, D.Dtype) and dtype is None:  # the arange(stop, step, dtype) form
+        start, stop, step, dtype = None, start, stop, step
+    if stop is None:
+        if start is None:
+            raise TypeError("[arange] Expected a stop value.")
+        start, stop = 0, start
+    if start is None:
+        start = 0
+    if step is None:
+        step = 1
+    start = _real_scalar(start, "start", "arange")
+    stop = _real_scalar(stop, "stop", "arange")
+    step = _real_scalar(step, "step", "arange")
+    if dtype is None:
+        vals = (start, stop, step)
+        if any(isinstance(v, float) for v in vals):
+            dtype = D.float32
+        elif all(_INT32_MIN <= v <= _INT32_MAX for v in vals):
+            dtype = D.int32
+        else:
+            dtype = D.int64
+    else:
+        dtype = D.to_dtype(dtype, "arange")
+    if dtype is D.bool_:
+        raise ValueError("[arange] bool is not supported for arange.")
+    if step == 0:
+        raise ValueError("[arange] step must be nonzero.")
+    n = arange_length(start, stop, step)
+    if n > _INT32_MAX:
+        raise ValueError(f"[arange] Maximum size exceeded: {n} elements.")
+    return bind(Arange(start, stop, step, dtype), ())
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=D.float32, *, stream=None) -> array:
+    """`num` evenly spaced values over [start, stop] (or [start, stop) without the endpoint)."""
+    start = _real_scalar(start, "start", "linspace")
+    stop = _real_scalar(stop, "stop", "linspace")
+    if num is None:
+        num = 50
+    num = _int_arg(num, "num", "linspace")
+    if num < 0:
+        raise ValueError(f"[linspace] number of samples, {num}, must be non-negative.")
+    dtype = D.float32 if dtype is None else D.to_dtype(dtype, "linspace")
+    return bind(Linspace(start, stop, num, bool(endpoint), dtype), ())
+
+
+# -- filled arrays ----------------------------------------------------------------------------
+def full(shape, vals, dtype=None, *, stream=None) -> array:
+    """An array of `shape` filled with `vals` (a scalar or an array broadcast to `shape`)."""
+    shape = check_shape(shape, "full")
+    dtype = check_dtype(dtype, "full")
+    if type(vals) is array:
+        v = vals if dtype is None or vals.dtype is dtype else bind(AsType(dtype), (vals,))
+    else:
+        v = _constant(vals, dtype, "full")
+    if broadcast_shapes(v.shape, shape, op="full") != shape:
+        raise ValueError(f"[full] Cannot broadcast vals with shape {v.shape} to shape {shape}.")
+    return bind(Broadcast(shape), (v,))
+
+
+def zeros(shape, dtype=D.float32, *, stream=None) -> array:
+    """An array of `shape` filled with zeros (float32 by default)."""
+    return full(shape, 0, D.float32 if dtype is None else dtype)
+
+
+def ones(shape, dtype=D.float32, *, stream=None) -> array:
+    """An array of `shape` filled with ones (float32 by default)."""
+    return full(shape, 1, D.float32 if dtype is None else dtype)
+
+
+def full_like(a, vals, dtype=None, *, stream=None) -> array:
+    """An array like `a` (its shape, and its dtype unless `dtype` is given) filled with `vals`."""
+    a = _as_input_array(a, "full_like")
+    return full(a.shape, vals, a.dtype if dtype is None else dtype)
+
+
+def zeros_like(a, dtype=None, *, stream=None) -> array:
+    a = _as_input_array(a, "zeros_like")
+    return full(a.shape, 0, a.dtype if dtype is None else dtype)
+
+
+def ones_like(a, dtype=None, *, stream=None) -> array:
+    a = _as_input_array(a, "ones_like")
+    return full(a.shape, 1, a.dtype if dtype is None else dtype)
+
+
+empty = zeros
+empty_like = zeros_like
+
+
+# -- matrices ---------------------------------------------------------------------------------
+def _n_m_k(n, m, k, op):
+    n = _int_arg(n, "n", op)
+    m = n if m is None else _int_arg(m, "m", op)
+    k = _int_arg(k, "k", op)
+    if n < 0 or m < 0:
+        raise ValueError(f"[{op}] N and M must be non-negative integers, got n={n}, m={m}.")
+    return n, m, k
+
+
+def eye(n, m=None, k=0, dtype=D.float32, *, stream=None) -> array:
+    """An n x m matrix with ones on the k-th diagonal."""
+    n, m, k = _n_m_k(n, m, k, "eye")
+    dtype = D.float32 if dtype is None else D.to_dtype(dtype, "eye")
+    return bind(Eye(n, m, k, dtype), ())
+
+
+def identity(n, dtype=D.float32, *, stream=None) -> array:
+    """The n x n identity matrix."""
+    n, _, _ = _n_m_k(n, None, 0, "identity")
+    dtype = D.float32 if dtype is None else D.to_dtype(dtype, "identity")
+    return bind(Eye(n, n, 0, dtype), ())
+
+
+def tri(n, m=None, k=0, dtype=None, *, stream=None) -> array:
+    """An n x m matrix with ones at and below the k-th diagonal (float32 by default)."""
+    n, m, k = _n_m_k(n, m, k, "tri")
+    dtype = D.float32 if dtype is None else D.to_dtype(dtype, "tri")
+    return bind(Tri(n, m, k, dtype), ())
+
+
+def _tri_select(x, k, op, upper):
+    from .elementwise import where
+
+    x = _as_input_array(x, op)
+    if x.ndim < 2:
+        raise ValueError(f"[{op}] array must be at least 2-D, got shape {x.shape}.")
+    k = _int_arg(k, "k", op)
+    n, m = x.shape[-2:]
+    zero = _constant(0, x.dtype, op)
+    if upper:
+        return where(bind(Tri(n, m, k - 1, D.bool_), ()), zero, x)
+    return where(bind(Tri(n, m, k, D.bool_), ()), x, zero)
+
+
+def tril(x, k=0, *, stream=None) -> array:
+    """Zero the elements above the k-th diagonal of the last two axes."""
+    return _tri_select(x, k, "tril", upper=False)
+
+
+def triu(x, k=0, *, stream=None) -> array:
+    """Zero the elements below the k-th diagonal of the last two axes."""
+    return _tri_select(x, k, "triu", upper=True)
+
+
+def meshgrid(*arrays, sparse=False, indexing="xy", stream=None):
+    """Coordinate grids from 1-D coordinate arrays (inputs are flattened, like NumPy)."""
+    from .shape import reshape
+
+    if indexing is None:
+        indexing = "xy"
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"[meshgrid] Invalid indexing value {indexing!r}. "
+                         "Valid values are 'xy' and 'ij'.")
+    arrays = [_as_input_array(a, "meshgrid") for a in arrays]
+    n = len(arrays)
+    sizes = [a.size for a in arrays]
+    pos = list(range(n))
+    if indexing == "xy" and n >= 2:
+        pos[0], pos[1] = 1, 0
+    full_shape = [0] * n
+    for i in range(n):
+        full_shape[pos[i]] = sizes[i]
+    full_shape = tuple(full_shape)
+    outs = []
+    for i, a in enumerate(arrays):
+        shape = [1] * n
+        shape[pos[i]] = sizes[i]
+        r = reshape(a, tuple(shape))
+        if not sparse:
+            r = bind(Broadcast(full_shape), (r,))
+        outs.append(r)
+    return tuple(outs)
+
+
+# -- conversion -------------------------------------------------------------------------------
+def asarray(a, dtype=None, *, copy=None) -> array:
+    """Convert `a` to an array, sharing memory when possible (`copy=False`: never copy)."""
+    from ..prims.core import Copy
+
+    dtype = check_dtype(dtype, "asarray")
+    if type(a) is array:
+        if dtype is None or dtype is a.dtype:
+            return bind(Copy(), (a,))  # a new array object; buffers are immutable, so share
+        if copy is False:
+            raise ValueError(f"[asarray] Unable to avoid a copy converting {a.dtype} to {dtype}.")
+        return bind(AsType(dtype), (a,))
+    if isinstance(a, np.ndarray) and copy is not True:
+        kind_ok = a.dtype.kind not in "OSUV" and a.dtype in D._BY_NP
+        target = dtype or (D.float32 if a.dtype == np.float64 else
+                           (D.from_numpy(a.dtype) if kind_ok else None))
+        if kind_ok and target is not None and target.np_dtype == a.dtype:
+            return array._from_data(a.view())  # a view: the memory is not ours to count
+        if copy is False:
+            raise ValueError(f"[asarray] Unable to avoid a copy converting NumPy {a.dtype} "
+                             f"to {target.name if target else a.dtype}.")
+    elif copy is False:
+        raise ValueError(f"[asarray] Unable to avoid a copy converting "
+                         f"{type(a).__name__} to an array.")
+    try:
+        return array(a, dtype)
+    except (ValueError, TypeError) as e:
+        msg = str(e)
+        raise type(e)(msg if msg.startswith("[") else f"[asarray] {msg}") from None

@@ -1,3 +1,346 @@
-"""Public ops: linalg (to be filled)."""
+"""Public ops: linear algebra products (matmul, addmm, inner, outer, tensordot, einsum, kron,
+vecdot) and the `@` operators.
 
-__all__ = []
+matmul and addmm follow MLX: NumPy semantics for 1-D operands, batch axes broadcast, inexact
+dtypes only. The other products go through the `Einsum` primitive, so they also accept integer
+arrays (MLX rejects those because it routes them through matmul).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as D
+from ..array import array
+from ..prims.base import bind
+from ..prims.linalg import AddMM, Einsum, Matmul
+from ..prims.shape import Reshape
+from ._helpers import (
+    AxisError,
+    as_array,
+    astype,
+    attach_methods,
+    broadcast_shapes,
+    broadcast_to_shape,
+)
+
+__all__ = ["matmul", "addmm", "inner", "outer", "tensordot", "einsum", "kron", "vecdot"]
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _arr(x, op):
+    return x if type(x) is array else as_array(x, op)
+
+
+def _reshape(x, shape):
+    shape = tuple(shape)
+    return x if x.shape == shape else bind(Reshape(shape), (x,))
+
+
+def _common_dtype(arrays, op):
+    dt = D.promote_types(*[a.dtype for a in arrays])
+    return [astype(a, dt) for a in arrays], dt
+
+
+# -- matmul / addmm ---------------------------------------------------------------------------
+def _check_inexact(dtypes, dt, op):
+    if dt.kind not in "fc":
+        given = " and ".join(d.name for d in dtypes) if len(dtypes) == 2 else \
+            ", ".join(d.name for d in dtypes[:-1]) + " and " + dtypes[-1].name
+        raise ValueError(f"[{op}] Only inexact types are supported but {given} were provided "
+                         f"which results in {dt.name}, which is not a floating point type.")
+
+
+def _matmul_operands(a, b, op):
+    """Validate, promote, lift 1-D operands to 2-D and broadcast batch axes.
+
+    Returns (a2, b2, final_shape): a2 @ b2 has shape batch + (M, N); final_shape drops the
+    axes that 1-D operands added.
+    """
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"[{op}] Got 0 dimension input with shapes {a.shape} and {b.shape}. "
+                         "Inputs must have at least one dimension.")
+    a2 = _reshape(a, (1,) + a.shape) if a.ndim == 1 else a
+    b2 = _reshape(b, b.shape + (1,)) if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise ValueError(
+            f"[{op}] Last dimension of first input with shape {a.shape} must match second to "
+            f"last dimension of second input with shape {b.shape}.")
+    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op=op)
+    a2 = broadcast_to_shape(a2, batch + a2.shape[-2:])
+    b2 = broadcast_to_shape(b2, batch + b2.shape[-2:])
+    final = batch + (() if a.ndim == 1 else (a2.shape[-2],)) + \
+        (() if b.ndim == 1 else (b2.shape[-1],))
+    return a2, b2, final
+
+
+def matmul(a, b, *, stream=None) -> array:
+    """Matrix product with NumPy semantics for 1-D operands and broadcast batch axes."""
+    a, b = _arr(a, "matmul"), _arr(b, "matmul")
+    dt = D.promote(a.dtype, b.dtype)
+    _check_inexact([a.dtype, b.dtype], dt, "matmul")
+    a, b = astype(a, dt), astype(b, dt)
+    a2, b2, final = _matmul_operands(a, b, "matmul")
+    return _reshape(bind(Matmul(), (a2, b2)), final)
+
+
+def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
+    """alpha * (a @ b) + beta * c, with c broadcast to the output shape."""
+    c, a, b = _arr(c, "addmm"), _arr(a, "addmm"), _arr(b, "addmm")
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"[addmm] Expected a real number for {name}, got "
+                            f"{type(v).__name__}: {v!r}.")
+    dt = D.promote_types(c.dtype, a.dtype, b.dtype)
+    _check_inexact([c.dtype, a.dtype, b.dtype], dt, "addmm")
+    c, a, b = astype(c, dt), astype(a, dt), astype(b, dt)
+    a2, b2, final = _matmul_operands(a, b, "addmm")
+    try:
+        ok = broadcast_shapes(c.shape, final, op="addmm") == final
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"[addmm] Input c with shape {c.shape} must broadcast to the output "
+                         f"shape {final}.")
+    out2 = a2.shape[:-1] + (b2.shape[-1],)
+    c2 = _reshape(broadcast_to_shape(c, final), out2)
+    return _reshape(bind(AddMM(float(alpha), float(beta)), (c2, a2, b2)), final)
+
+
+# -- einsum -----------------------------------------------------------------------------------
+def _tokens(sub, op_index):
+    """'ab...c' -> ['a', 'b', '...', 'c']; ValueError on other characters."""
+    out, i = [], 0
+    while i < len(sub):
+        ch = sub[i]
+        if ch == ".":
+            if sub[i:i + 3] != "...":
+                raise ValueError(f"[einsum] Invalid ellipsis in subscript {sub!r} "
+                                 f"(input {op_index}).")
+            out.append("...")
+            i += 3
+            continue
+        if ch not in _LETTERS:
+            raise ValueError(f"[einsum] Invalid character {ch!r} in subscripts; only letters "
+                             "a-z, A-Z and '...' are allowed.")
+        out.append(ch)
+        i += 1
+    if out.count("...") > 1:
+        raise ValueError(f"[einsum] More than one ellipsis in subscript {sub!r}.")
+    return out
+
+
+def _einsum_plan(subscripts, shapes):
+    """Normalize subscripts for operands of `shapes`: explicit output, ellipsis expanded.
+
+    Returns (input subscripts, output subscript, letter sizes).
+    """
+    if not isinstance(subscripts, str):
+        raise TypeError(f"[einsum] Expected a string of subscripts, got "
+                        f"{type(subscripts).__name__}: {subscripts!r}.")
+    s = subscripts.replace(" ", "")
+    if s.count("->") > 1:
+        raise ValueError(f"[einsum] Invalid subscripts {subscripts!r}: more than one '->'.")
+    lhs, out = s.split("->") if "->" in s else (s, None)
+    subs = lhs.split(",")
+    if len(subs) != len(shapes):
+        raise ValueError(f"[einsum] Number of operands, {len(shapes)}, does not match number "
+                         f"of input subscripts, {len(subs)}, in {subscripts!r}.")
+    toks = [_tokens(sub, i) for i, sub in enumerate(subs)]
+    used = {c for t in toks for c in t if c != "..."}
+    if out is not None:
+        used |= {c for c in _tokens(out, "output") if c != "..."}
+    free = [c for c in _LETTERS if c not in used]
+    ell_dims = []
+    for i, (t, shape) in enumerate(zip(toks, shapes)):
+        n = len(t) - ("..." in t)
+        if ("..." not in t and n != len(shape)) or n > len(shape):
+            raise ValueError(f"[einsum] Invalid number of subscripts {n} for input {i} with "
+                             f"{len(shape)} dimensions (shape {tuple(shape)}).")
+        ell_dims.append(len(shape) - n if "..." in t else 0)
+    n_ell = max(ell_dims, default=0)
+    if n_ell > len(free):
+        raise ValueError("[einsum] Too many dimensions for the available subscript letters.")
+    ell = free[:n_ell]
+    ins = []
+    for t, e in zip(toks, ell_dims):
+        r = []
+        for c in t:
+            r.extend(ell[n_ell - e:] if c == "..." else [c])
+        ins.append("".join(r))
+    if out is None:
+        counts = {}
+        for sub in ins:
+            for c in sub:
+                counts[c] = counts.get(c, 0) + 1
+        out_s = "".join(ell) + "".join(sorted(c for c, k in counts.items()
+                                               if k == 1 and c not in ell))
+    else:
+        r = []
+        for c in _tokens(out, "output"):
+            r.extend(ell if c == "..." else [c])
+        out_s = "".join(r)
+        if len(set(out_s)) != len(out_s):
+            raise ValueError(f"[einsum] Repeat indices not allowed in output {out!r}.")
+        all_in = set("".join(ins))
+        for c in out_s:
+            if c not in all_in:
+                raise ValueError(f"[einsum] Output subscript {c!r} does not appear in any "
+                                 "input.")
+    # sizes, with size-1 broadcasting; ellipsis axes broadcast like NumPy
+    sizes = {}
+    for sub, shape in zip(ins, shapes):
+        for c, d in zip(sub, shape):
+            if sizes.get(c, 1) == 1:
+                sizes[c] = d
+    for i, (sub, shape) in enumerate(zip(ins, shapes)):
+        for ax, (c, d) in enumerate(zip(sub, shape)):
+            if d != sizes[c] and d != 1:
+                raise ValueError(f"[einsum] Cannot broadcast dimension {ax} of input {i} with "
+                                 f"shape {tuple(shape)} to size {sizes[c]}.")
+    return ins, out_s, sizes
+
+
+def einsum(subscripts, *operands, stream=None) -> array:
+    """Einstein summation (NumPy's notation: explicit '->', implicit mode, '...')."""
+    if not operands:
+        raise ValueError("[einsum] At least one operand is required.")
+    arrs = [_arr(x, "einsum") for x in operands]
+    ins, out, sizes = _einsum_plan(subscripts, [a.shape for a in arrs])
+    arrs, _ = _common_dtype(arrs, "einsum")
+    arrs = [broadcast_to_shape(a, tuple(sizes[c] for c in sub)) for a, sub in zip(arrs, ins)]
+    return bind(Einsum(",".join(ins) + "->" + out), tuple(arrs))
+
+
+# -- einsum-based products --------------------------------------------------------------------
+def _axes_list(ax, ndim, which, op):
+    if isinstance(ax, (int, np.integer)) and not isinstance(ax, bool):
+        ax = [ax]
+    if not isinstance(ax, (list, tuple)) or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in ax):
+        raise TypeError(f"[{op}] Expected ints or a sequence of ints for the axes of {which}, "
+                        f"got {ax!r}.")
+    out = []
+    for v in ax:
+        if not -ndim <= v < ndim:
+            raise AxisError(f"[{op}] Invalid axis {v} for {which} with {ndim} dimensions.")
+        out.append(int(v) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"[{op}] Repeated axis in {tuple(ax)} for {which}.")
+    return out
+
+
+def tensordot(a, b, axes=2, *, stream=None) -> array:
+    """Sum products over `axes`: an int n (last n of a with first n of b) or two sequences."""
+    a, b = _arr(a, "tensordot"), _arr(b, "tensordot")
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        n = int(axes)
+        if n < 0:
+            raise ValueError(f"[tensordot] axes must be non-negative, got {n}.")
+        if n > a.ndim or n > b.ndim:
+            raise ValueError(f"[tensordot] axes={n} exceeds the dimensions of a with shape "
+                             f"{a.shape} or b with shape {b.shape}.")
+        ax_a, ax_b = list(range(a.ndim - n, a.ndim)), list(range(n))
+    elif isinstance(axes, (list, tuple)) and len(axes) == 2:
+        ax_a = _axes_list(axes[0], a.ndim, "a", "tensordot")
+        ax_b = _axes_list(axes[1], b.ndim, "b", "tensordot")
+        if len(ax_a) != len(ax_b):
+            raise ValueError(f"[tensordot] axes must have the same size, got {axes!r}.")
+    else:
+        raise TypeError(f"[tensordot] axes must be an int or a pair of sequences of ints, "
+                        f"got {axes!r}.")
+    for i, j in zip(ax_a, ax_b):
+        if a.shape[i] != b.shape[j]:
+            raise ValueError(
+                f"[tensordot] a and b must have the same shape on the contracted axes, got "
+                f"axis {i} of {a.shape} and axis {j} of {b.shape}.")
+    if a.ndim + b.ndim - len(ax_a) > len(_LETTERS):
+        raise ValueError("[tensordot] Too many dimensions.")
+    la = list(_LETTERS[:a.ndim])
+    rest = iter(_LETTERS[a.ndim:])
+    lb = [None] * b.ndim
+    for i, j in zip(ax_a, ax_b):
+        lb[j] = la[i]
+    lb = [c if c is not None else next(rest) for c in lb]
+    out = [c for i, c in enumerate(la) if i not in ax_a] + \
+        [c for j, c in enumerate(lb) if j not in ax_b]
+    (a, b), _ = _common_dtype([a, b], "tensordot")
+    return bind(Einsum("".join(la) + "," + "".join(lb) + "->" + "".join(out)), (a, b))
+
+
+def inner(a, b, *, stream=None) -> array:
+    """Sum product over the last axes (a product when either input is 0-d)."""
+    a, b = _arr(a, "inner"), _arr(b, "inner")
+    if a.ndim == 0 or b.ndim == 0:
+        sa, sb = _LETTERS[:a.ndim], _LETTERS[a.ndim:a.ndim + b.ndim]
+        (a, b), _ = _common_dtype([a, b], "inner")
+        return bind(Einsum(f"{sa},{sb}->{sa}{sb}"), (a, b))
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"[inner] a and b must have the same last dimension, got shapes "
+                         f"{a.shape} and {b.shape}.")
+    return tensordot(a, b, ([-1], [-1]))
+
+
+def outer(a, b, *, stream=None) -> array:
+    """The outer product of the flattened inputs."""
+    a, b = _arr(a, "outer"), _arr(b, "outer")
+    (a, b), _ = _common_dtype([a, b], "outer")
+    a, b = _reshape(a, (a.size,)), _reshape(b, (b.size,))
+    return bind(Einsum("i,j->ij"), (a, b))
+
+
+def kron(a, b, *, stream=None) -> array:
+    """The Kronecker product."""
+    a, b = _arr(a, "kron"), _arr(b, "kron")
+    (a, b), _ = _common_dtype([a, b], "kron")
+    n = max(a.ndim, b.ndim)
+    if 2 * n > len(_LETTERS):
+        raise ValueError("[kron] Too many dimensions.")
+    a = _reshape(a, (1,) * (n - a.ndim) + a.shape)
+    b = _reshape(b, (1,) * (n - b.ndim) + b.shape)
+    la, lb = _LETTERS[:n], _LETTERS[n:2 * n]
+    prod = bind(Einsum(f"{la},{lb}->" + "".join(x + y for x, y in zip(la, lb))), (a, b))
+    return _reshape(prod, tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+def vecdot(a, b, /, *, axis=-1, stream=None) -> array:
+    """sum(conj(a) * b) over `axis` (inputs broadcast against each other)."""
+    a, b = _arr(a, "vecdot"), _arr(b, "vecdot")
+    shape = broadcast_shapes(a.shape, b.shape, op="vecdot")
+    nd = len(shape)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"[vecdot] Expected an int axis, got {type(axis).__name__}: {axis!r}.")
+    if not -nd <= axis < nd:
+        raise AxisError(f"[vecdot] axis {axis} is out of bounds for inputs with shapes "
+                        f"{a.shape} and {b.shape}.")
+    axis = int(axis) % nd
+    (a, b), dt = _common_dtype([a, b], "vecdot")
+    if dt.kind == "c":
+        from .elementwise import conjugate
+        a = conjugate(a)
+    a, b = broadcast_to_shape(a, shape), broadcast_to_shape(b, shape)
+    la = _LETTERS[:nd]
+    out = la[:axis] + la[axis + 1:]
+    return bind(Einsum(f"{la},{la}->{out}"), (a, b))
+
+
+# -- operators --------------------------------------------------------------------------------
+def _matmul_method(self, other):
+    return matmul(self, other)
+
+
+def _rmatmul_method(self, other):
+    return matmul(other, self)
+
+
+def _imatmul_method(self, other):
+    """`a @= b` updates every reference to `a`, as in MLX."""
+    from ..array import detached_copy, overwrite_descriptor
+
+    old = detached_copy(self)
+    overwrite_descriptor(self, matmul(old, other))
+    return self
+
+
+attach_methods({"__matmul__": _matmul_method, "__rmatmul__": _rmatmul_method,
+                "__imatmul__": _imatmul_method})

@@ -1,3 +1,738 @@
-"""Public ops: shape (to be filled)."""
+"""Public ops: shape (reshape, transpose, broadcast, concatenate, split, pad, ...).
 
-__all__ = []
+Identity requests (reshape to the same shape, broadcast to the same shape, a full slice) return
+the input itself, as MLX does, so they add no node to the graph.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes as D
+from ..array import array
+from ..prims.base import bind
+from ..prims.core import Broadcast
+from ..prims.shape import (
+    Concatenate,
+    ExpandDims,
+    Flatten,
+    Pad,
+    Reshape,
+    Slice,
+    Split,
+    Squeeze,
+    Transpose,
+    Unflatten,
+    View,
+)
+from ._helpers import AxisError, as_array, astype, attach_methods, normalize_axis
+from ._helpers import broadcast_shapes as _bshapes
+
+__all__ = [
+    "reshape", "flatten", "unflatten", "squeeze", "expand_dims", "transpose", "permute_dims",
+    "swapaxes", "moveaxis", "broadcast_to", "broadcast_arrays", "broadcast_shapes",
+    "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "concat", "stack", "unstack",
+    "split", "tile", "repeat", "pad", "flip", "roll", "diag", "diagonal", "trace", "view",
+]
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _int_tuple(seq, op: str, what: str) -> tuple:
+    """An int or a sequence of ints -> tuple of Python ints; TypeError naming the value."""
+    if _is_int(seq):
+        return (int(seq),)
+    if isinstance(seq, (list, tuple)) and all(_is_int(s) for s in seq):
+        return tuple(int(s) for s in seq)
+    raise TypeError(f"[{op}] Expected {what} as an int or a sequence of ints, got {seq!r}.")
+
+
+def _pshape(shape) -> str:
+    return "(" + ",".join(str(s) for s in shape) + ")"
+
+
+def _prod(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _arr(a, op):
+    return as_array(a, op)
+
+
+# -- reshape family ---------------------------------------------------------------------------
+def _infer_shape(size: int, shape: tuple, op: str, full_shape=None) -> tuple:
+    shown = _pshape(full_shape if full_shape is not None else shape)
+    infer = [i for i, s in enumerate(shape) if s == -1]
+    if len(infer) > 1:
+        raise ValueError(f"[{op}] Reshape can only infer one dimension, got shape {shown}.")
+    if any(s < -1 for s in shape):
+        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+    if infer:
+        rest = _prod(s for s in shape if s != -1)
+        if rest == 0:
+            if size == 0:
+                raise ValueError(f"[{op}] Cannot infer the shape of an empty array "
+                                 f"for shape {shown}.")
+            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+        if size % rest:
+            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+        shape = tuple(size // rest if s == -1 else s for s in shape)
+    if _prod(shape) != size:
+        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+    return shape
+
+
+def reshape(a, /, shape, *, stream=None):
+    """Reshape `a` to `shape` (one entry may be -1)."""
+    a = _arr(a, "reshape")
+    shape = _int_tuple(shape, "reshape", "a shape")
+    shape = _infer_shape(a.size, shape, "reshape")
+    if shape == a._shape:
+        return a
+    return bind(Reshape(shape), (a,))
+
+
+def _reshape_method(self, *shape, stream=None):
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    return reshape(self, shape, stream=stream)
+
+
+def flatten(a, /, start_axis=0, end_axis=-1, *, stream=None):
+    a = _arr(a, "flatten")
+    if a.ndim == 0:
+        for ax in (start_axis, end_axis):
+            normalize_axis(ax, 1, "flatten")
+        return bind(Reshape((1,)), (a,))
+    s = normalize_axis(start_axis, a.ndim, "flatten")
+    e = normalize_axis(end_axis, a.ndim, "flatten")
+    if s > e:
+        raise ValueError(f"[flatten] start_axis ({start_axis}) must be less than or equal to "
+                         f"end_axis ({end_axis}).")
+    if s == e:
+        return a
+    return bind(Flatten(s, e), (a,))
+
+
+def unflatten(a, /, axis, shape, *, stream=None):
+    a = _arr(a, "unflatten")
+    ax = normalize_axis(axis, a.ndim, "unflatten")
+    shape = _int_tuple(shape, "unflatten", "a shape")
+    if not shape:
+        raise ValueError("[unflatten] The shape must not be empty.")
+    n = a._shape[ax]
+    try:
+        shape = _infer_shape(n, shape, "unflatten")
+    except ValueError:
+        raise ValueError(f"[unflatten] Cannot unflatten axis {axis} with size {n} into shape "
+                         f"{_pshape(shape)}.") from None
+    if len(shape) == 1:
+        return a
+    return bind(Unflatten(ax, shape), (a,))
+
+
+def squeeze(a, /, axis=None, *, stream=None):
+    a = _arr(a, "squeeze")
+    if axis is None:
+        axes = tuple(i for i, s in enumerate(a._shape) if s == 1)
+    else:
+        raw = _int_tuple(axis, "squeeze", "axis")
+        axes = [normalize_axis(x, a.ndim, "squeeze") for x in raw]
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"[squeeze] Received duplicate axes {raw}.")
+        for x, ax in zip(raw, axes):
+            if a._shape[ax] != 1:
+                raise ValueError(f"[squeeze] Cannot squeeze axis {x} with size "
+                                 f"{a._shape[ax]} which is not equal to 1.")
+        axes = tuple(sorted(axes))
+    if not axes:
+        return a
+    return bind(Squeeze(axes), (a,))
+
+
+def expand_dims(a, /, axis, *, stream=None):
+    a = _arr(a, "expand_dims")
+    raw = _int_tuple(axis, "expand_dims", "axis")
+    out_ndim = a.ndim + len(raw)
+    axes = []
+    for x in raw:
+        if not -out_ndim <= x < out_ndim:
+            raise AxisError(f"[expand_dims] Axis {x} is out of bounds for array with "
+                            f"{out_ndim} dimensions.")
+        axes.append(x % out_ndim)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"[expand_dims] Received duplicate axes {raw}.")
+    if not axes:
+        return a
+    return bind(ExpandDims(tuple(sorted(axes))), (a,))
+
+
+def _transpose(a, axes, op):
+    if axes is None:
+        perm = tuple(range(a.ndim - 1, -1, -1))
+    else:
+        raw = _int_tuple(axes, op, "axes")
+        if len(raw) != a.ndim:
+            raise ValueError(f"[{op}] Received {len(raw)} axes {raw} for array with "
+                             f"{a.ndim} dimensions.")
+        perm = []
+        for x in raw:
+            if not -a.ndim <= x < a.ndim:
+                raise AxisError(f"[{op}] Invalid axis ({x}) for array with {a.ndim} dimensions.")
+            perm.append(x % a.ndim)
+        if len(set(perm)) != len(perm):
+            raise ValueError(f"[{op}] Repeat axes not allowed, got {raw}.")
+        perm = tuple(perm)
+    if perm == tuple(range(a.ndim)):
+        return a
+    return bind(Transpose(perm), (a,))
+
+
+def transpose(a, /, axes=None, *, stream=None):
+    return _transpose(_arr(a, "transpose"), axes, "transpose")
+
+
+def permute_dims(a, /, axes=None, *, stream=None):
+    return _transpose(_arr(a, "permute_dims"), axes, "permute_dims")
+
+
+def _transpose_method(self, *axes, stream=None):
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (list, tuple))):
+        axes = axes[0]
+    elif not axes:
+        axes = None
+    return _transpose(self, axes, "transpose")
+
+
+def swapaxes(a, /, axis1, axis2, *, stream=None):
+    a = _arr(a, "swapaxes")
+    i = normalize_axis(axis1, a.ndim, "swapaxes")
+    j = normalize_axis(axis2, a.ndim, "swapaxes")
+    perm = list(range(a.ndim))
+    perm[i], perm[j] = perm[j], perm[i]
+    return _transpose(a, tuple(perm), "swapaxes")
+
+
+def moveaxis(a, /, source, destination, *, stream=None):
+    a = _arr(a, "moveaxis")
+    s = normalize_axis(source, a.ndim, "moveaxis")
+    d = normalize_axis(destination, a.ndim, "moveaxis")
+    perm = [i for i in range(a.ndim) if i != s]
+    perm.insert(d, s)
+    return _transpose(a, tuple(perm), "moveaxis")
+
+
+# -- broadcasting -----------------------------------------------------------------------------
+def broadcast_shapes(*shapes):
+    if not shapes:
+        raise ValueError("[broadcast_shapes] Must provide at least one shape.")
+    shapes = [_int_tuple(s, "broadcast_shapes", "a shape") for s in shapes]
+    return _bshapes(*shapes, op="broadcast_shapes")
+
+
+def _broadcast_to(a: array, shape: tuple, op: str) -> array:
+    if a._shape == shape:
+        return a
+    if len(a._shape) > len(shape) or any(
+            s != 1 and s != t for s, t in zip(reversed(a._shape), reversed(shape))):
+        raise ValueError(f"[{op}] Cannot broadcast array of shape {_pshape(a._shape)} to "
+                         f"shape {_pshape(shape)}.")
+    return bind(Broadcast(shape), (a,))
+
+
+def broadcast_to(a, /, shape, *, stream=None):
+    a = _arr(a, "broadcast_to")
+    shape = _int_tuple(shape, "broadcast_to", "a shape")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"[broadcast_to] Negative dimensions not allowed, got {shape}.")
+    return _broadcast_to(a, shape, "broadcast_to")
+
+
+def broadcast_arrays(*arrays, stream=None):
+    arrays = [_arr(a, "broadcast_arrays") for a in arrays]
+    if not arrays:
+        return ()
+    shape = _bshapes(*[a._shape for a in arrays], op="broadcast_arrays")
+    return tuple(_broadcast_to(a, shape, "broadcast_arrays") for a in arrays)
+
+
+def _atleast(arys, n, op):
+    outs = []
+    for x in arys:
+        x = _arr(x, op)
+        if x.ndim < n:
+            if n == 3 and x.ndim == 2:
+                shape = x._shape + (1,)
+            elif n == 3 and x.ndim == 1:
+                shape = (1,) + x._shape + (1,)
+            else:
+                shape = (1,) * (n - x.ndim) + x._shape
+            x = bind(Reshape(shape), (x,))
+        outs.append(x)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def atleast_1d(*arys, stream=None):
+    return _atleast(arys, 1, "atleast_1d")
+
+
+def atleast_2d(*arys, stream=None):
+    return _atleast(arys, 2, "atleast_2d")
+
+
+def atleast_3d(*arys, stream=None):
+    return _atleast(arys, 3, "atleast_3d")
+
+
+# -- joining and splitting --------------------------------------------------------------------
+def _array_list(arrays, op):
+    if isinstance(arrays, array) or not isinstance(arrays, (list, tuple)):
+        raise TypeError(f"[{op}] Expected a list of arrays, got {type(arrays).__name__}.")
+    if not arrays:
+        raise ValueError(f"[{op}] No arrays provided for {op}.")
+    arrays = [_arr(a, op) for a in arrays]
+    dt = D.promote_types(*[a._dtype for a in arrays])
+    return [astype(a, dt) for a in arrays]
+
+
+def _concat(arrays, axis, op):
+    arrays = _array_list(arrays, op)
+    if axis is None:
+        arrays = [reshape(a, (-1,)) for a in arrays]
+        axis = 0
+    nd = arrays[0].ndim
+    for a in arrays[1:]:
+        if a.ndim != nd:
+            raise ValueError(f"[{op}] All the input arrays must have the same number of "
+                             f"dimensions. However, got arrays with dimensions {nd} and "
+                             f"{a.ndim}.")
+    if nd == 0:
+        raise AxisError(f"[{op}] Axis {axis} is out of bounds for array with 0 dimensions.")
+    ax = normalize_axis(axis, nd, op)
+    s0 = arrays[0]._shape
+    for a in arrays[1:]:
+        if any(x != y for i, (x, y) in enumerate(zip(s0, a._shape)) if i != ax):
+            shapes = ", ".join(_pshape(b._shape) for b in arrays)
+            raise ValueError(f"[{op}] All the input array dimensions must match exactly except "
+                             f"for the concatenation axis. However, the provided shapes are "
+                             f"{shapes}, and the concatenation axis is {axis}.")
+    if len(arrays) == 1:
+        return arrays[0]
+    return bind(Concatenate(ax), tuple(arrays))
+
+
+def concatenate(arrays, axis=0, *, stream=None):
+    return _concat(arrays, axis, "concatenate")
+
+
+def concat(arrays, axis=0, *, stream=None):
+    return _concat(arrays, axis, "concat")
+
+
+def stack(arrays, axis=0, *, stream=None):
+    arrays = _array_list(arrays, "stack")
+    if axis is None:
+        axis = 0
+    s0 = arrays[0]._shape
+    for a in arrays[1:]:
+        if a._shape != s0:
+            raise ValueError(f"[stack] All arrays must have the same shape, got "
+                             f"{_pshape(s0)} and {_pshape(a._shape)}.")
+    nd = len(s0) + 1
+    if not _is_int(axis):
+        raise TypeError(f"[stack] Expected an int axis, got {axis!r}.")
+    if not -nd <= axis < nd:
+        raise AxisError(f"[stack] Invalid axis {axis} for output with {nd} dimensions.")
+    ax = int(axis) % nd
+    parts = [bind(ExpandDims((ax,)), (a,)) for a in arrays]
+    if len(parts) == 1:
+        return parts[0]
+    return bind(Concatenate(ax), tuple(parts))
+
+
+def unstack(x, /, *, axis=0, stream=None):
+    x = _arr(x, "unstack")
+    if x.ndim == 0:
+        raise ValueError("[unstack] No axis to unstack in a 0-dimensional array.")
+    ax = normalize_axis(axis, x.ndim, "unstack")
+    n = x._shape[ax]
+    if n == 0:
+        return ()
+    if n == 1:
+        return (bind(Squeeze((ax,)), (x,)),)
+    parts = bind(Split(tuple(range(1, n)), ax), (x,))
+    return tuple(bind(Squeeze((ax,)), (p,)) for p in parts)
+
+
+def split(a, /, indices_or_sections, axis=0, *, stream=None):
+    a = _arr(a, "split")
+    if a.ndim == 0:
+        raise ValueError("[split] Cannot split a 0-dimensional array.")
+    ax = normalize_axis(axis, a.ndim, "split")
+    n = a._shape[ax]
+    if _is_int(indices_or_sections):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError(f"[split] num_splits must be positive and non-zero but got {k}.")
+        if n % k:
+            raise ValueError(f"[split] Array split does not result in sub arrays with equal "
+                             f"size: attempting {k} splits along axis {axis} for shape "
+                             f"{_pshape(a._shape)}.")
+        indices = tuple(i * (n // k) for i in range(1, k))
+    elif isinstance(indices_or_sections, (list, tuple)) and all(
+            _is_int(i) for i in indices_or_sections):
+        indices = tuple(builtins.min(builtins.max(int(i) + n if i < 0 else int(i), 0), n)
+                        for i in indices_or_sections)
+    else:
+        raise TypeError(f"[split] Expected indices_or_sections as an int or a sequence of "
+                        f"ints, got {indices_or_sections!r}.")
+    if not indices:
+        return [a]
+    return bind(Split(indices, ax), (a,))
+
+
+def tile(a, reps, /, *, stream=None):
+    a = _arr(a, "tile")
+    reps = _int_tuple(reps, "tile", "reps")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"[tile] Negative repetitions are not allowed, got {reps}.")
+    nd = builtins.max(a.ndim, len(reps))
+    reps = (1,) * (nd - len(reps)) + reps
+    shape = (1,) * (nd - a.ndim) + a._shape
+    if all(r == 1 for r in reps):
+        return reshape(a, shape)
+    x = reshape(a, shape)
+    # (s0, s1, ...) -> (r0, s0, r1, s1, ...) -> (r0*s0, r1*s1, ...)
+    exp = []
+    bshape = []
+    for r, s in zip(reps, shape):
+        exp.extend((1, s))
+        bshape.extend((r, s))
+    x = reshape(x, tuple(exp))
+    x = _broadcast_to(x, tuple(bshape), "tile")
+    return reshape(x, tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(array, repeats, axis=None, *, stream=None):  # noqa: A002  (MLX's parameter name)
+    a = _arr(array, "repeat")
+    if not _is_int(repeats):
+        raise TypeError(f"[repeat] Expected repeats as an int, got {repeats!r}.")
+    repeats = int(repeats)
+    if repeats < 0:
+        raise ValueError(f"[repeat] Number of repeats cannot be negative, got {repeats}.")
+    if axis is None:
+        a = reshape(a, (-1,))
+        axis = 0
+    if a.ndim == 0:
+        a = reshape(a, (1,))
+    ax = normalize_axis(axis, a.ndim, "repeat")
+    if repeats == 1:
+        return a
+    s = a._shape
+    x = bind(ExpandDims((ax + 1,)), (a,))
+    x = _broadcast_to(x, s[:ax + 1] + (repeats,) + s[ax + 1:], "repeat")
+    return reshape(x, s[:ax] + (s[ax] * repeats,) + s[ax + 1:])
+
+
+# -- slicing composites -----------------------------------------------------------------------
+def _slice(a, starts, stops, strides):
+    from ..prims.shape import slice_shape
+    starts, stops, strides = tuple(starts), tuple(stops), tuple(strides)
+    if slice_shape(starts, stops, strides) == a._shape and all(st == 1 for st in strides):
+        return a
+    return bind(Slice(starts, stops, strides), (a,))
+
+
+def _axis_slice(a, ax, start, stop, step=1):
+    starts = [0] * a.ndim
+    stops = list(a._shape)
+    strides = [1] * a.ndim
+    starts[ax], stops[ax], strides[ax] = slice(start, stop, step).indices(a._shape[ax])
+    return _slice(a, starts, stops, strides)
+
+
+def flip(a, /, axis=None, *, stream=None):
+    a = _arr(a, "flip")
+    if axis is None:
+        axes = tuple(range(a.ndim))
+    else:
+        raw = _int_tuple(axis, "flip", "axis")
+        axes = tuple(normalize_axis(x, a.ndim, "flip") for x in raw)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"[flip] Received duplicate axes {raw}.")
+    if not axes:
+        return a
+    starts, stops, strides = [0] * a.ndim, list(a._shape), [1] * a.ndim
+    for ax in axes:
+        starts[ax], stops[ax], strides[ax] = slice(None, None, -1).indices(a._shape[ax])
+    return bind(Slice(tuple(starts), tuple(stops), tuple(strides)), (a,))
+
+
+def roll(a, shift, axis=None, /, *, stream=None):
+    a = _arr(a, "roll")
+    shifts = _int_tuple(shift, "roll", "shift")
+    if axis is None:
+        if len(shifts) != 1:
+            raise ValueError(f"[roll] A tuple shift {shift} requires a matching tuple of axes.")
+        flat = reshape(a, (-1,))
+        return reshape(roll(flat, shifts[0], 0), a._shape)
+    axes = _int_tuple(axis, "roll", "axis")
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    elif len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError(f"[roll] Got {len(shifts)} shifts {shift} and {len(axes)} axes {axis}.")
+    total = {}
+    for s, x in zip(shifts, axes):
+        ax = normalize_axis(x, a.ndim, "roll")
+        total[ax] = total.get(ax, 0) + s
+    out = a
+    for ax, s in total.items():
+        n = out._shape[ax]
+        if n == 0 or s % n == 0:
+            continue
+        k = s % n
+        out = _concat([_axis_slice(out, ax, n - k, n), _axis_slice(out, ax, 0, n - k)],
+                      ax, "roll")
+    return out
+
+
+def _diag_length(n, m, k):
+    if k >= 0:
+        return builtins.max(0, builtins.min(n, m - k))
+    return builtins.max(0, builtins.min(n + k, m))
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1, stream=None):
+    a = _arr(a, "diagonal")
+    if a.ndim < 2:
+        raise ValueError(f"[diagonal] Array must have at least two dimensions, but got "
+                         f"{a.ndim} dimensions.")
+    if not _is_int(offset):
+        raise TypeError(f"[diagonal] Expected an int offset, got {offset!r}.")
+    offset = int(offset)
+    i = normalize_axis(axis1, a.ndim, "diagonal")
+    j = normalize_axis(axis2, a.ndim, "diagonal")
+    if i == j:
+        raise ValueError(f"[diagonal] axis1 and axis2 cannot be the same axis, got "
+                         f"{axis1} and {axis2}.")
+    perm = tuple(d for d in range(a.ndim) if d not in (i, j)) + (i, j)
+    x = _transpose(a, perm, "diagonal")
+    n, m = x._shape[-2], x._shape[-1]
+    L = _diag_length(n, m, offset)
+    r0, c0 = (0, builtins.min(offset, m)) if offset >= 0 else (builtins.min(-offset, n), 0)
+    batch = x._shape[:-2]
+    nd = x.ndim
+    w = m - c0
+    # rows r0..r0+L, columns c0..m; flattened, the diagonal is every (w+1)-th element
+    x = _slice(x, [0] * (nd - 2) + [r0, c0], list(batch) + [r0 + L, m], [1] * nd)
+    x = reshape(x, batch + (L * w,))
+    return _slice(x, [0] * (nd - 1), list(batch) + [L * w], [1] * (nd - 2) + [w + 1])
+
+
+def diag(a, /, k=0, *, stream=None):
+    a = _arr(a, "diag")
+    if not _is_int(k):
+        raise TypeError(f"[diag] Expected an int k, got {k!r}.")
+    k = int(k)
+    if a.ndim == 2:
+        return diagonal(a, k, 0, 1)
+    if a.ndim != 1:
+        raise ValueError(f"[diag] array must be 1-D or 2-D, got array with {a.ndim} "
+                         f"dimensions.")
+    n = a._shape[0]
+    # [v0, 0 x n, v1, 0 x n, ...] cut to n*n elements is the n x n diagonal matrix
+    z = bind(Broadcast((n, n)), (_zero(a._dtype),))
+    rows = _concat([reshape(a, (n, 1)), z], 1, "diag")
+    flat = _axis_slice(reshape(rows, (n * (n + 1),)), 0, 0, n * n)
+    m = reshape(flat, (n, n))
+    if k >= 0:
+        return pad(m, ((0, k), (k, 0)))
+    return pad(m, ((-k, 0), (0, -k)))
+
+
+def _zero(dt):
+    return array._from_data(np.zeros((), dt.np_dtype))
+
+
+def trace(a, /, offset=0, axis1=0, axis2=1, dtype=None, *, stream=None):
+    from .reduction import sum as _sum
+    d = diagonal(a, offset, axis1, axis2)
+    dt = None if dtype is None else D.to_dtype(dtype, "trace")
+    out = _sum(d, axis=-1)
+    if dt is not None:
+        out = astype(out, dt)
+    return out
+
+
+# -- padding ----------------------------------------------------------------------------------
+def _pad_widths(pad_width, nd):
+    def bad():
+        return ValueError(f"[pad] Invalid pad_width {pad_width!r} for array with {nd} "
+                          f"dimensions.")
+    if _is_int(pad_width):
+        return [(int(pad_width), int(pad_width))] * nd
+    if not isinstance(pad_width, (list, tuple)):
+        raise TypeError(f"[pad] Expected pad_width as an int, a pair or a list of pairs, "
+                        f"got {pad_width!r}.")
+    if all(_is_int(p) for p in pad_width):
+        if len(pad_width) == 1:
+            return [(int(pad_width[0]),) * 2] * nd
+        if len(pad_width) == 2:
+            return [(int(pad_width[0]), int(pad_width[1]))] * nd
+        raise bad()
+    pairs = []
+    for p in pad_width:
+        if _is_int(p):
+            pairs.append((int(p), int(p)))
+        elif isinstance(p, (list, tuple)) and len(p) in (1, 2) and all(_is_int(v) for v in p):
+            pairs.append((int(p[0]), int(p[-1])))
+        else:
+            raise bad()
+    if len(pairs) == 1:
+        return pairs * nd
+    if len(pairs) != nd:
+        raise ValueError(f"[pad] Invalid number of padding sizes {len(pairs)} passed to pad "
+                         f"for array with {nd} dimensions.")
+    return pairs
+
+
+def pad(a, pad_width, mode="constant", constant_values=0, *, stream=None):
+    a = _arr(a, "pad")
+    widths = _pad_widths(pad_width, a.ndim)
+    for ax, (lo, hi) in enumerate(widths):
+        if lo < 0 or hi < 0:
+            raise ValueError(f"[pad] Invalid padding size ({lo}, {hi}) for axis {ax}. Padding "
+                             f"sizes must be non-negative.")
+    if mode not in ("constant", "edge", "reflect", "symmetric"):
+        raise ValueError(f"[pad] Invalid padding mode {mode!r}; expected 'constant', 'edge', "
+                         f"'reflect' or 'symmetric'.")
+    if all(lo == 0 and hi == 0 for lo, hi in widths):
+        return a
+    if mode == "constant":
+        v = _arr(constant_values, "pad")
+        if v.size != 1:
+            raise ValueError(f"[pad] constant_values must be a scalar, got shape "
+                             f"{_pshape(v._shape)}.")
+        v = astype(reshape(v, ()), a._dtype)
+        axes = tuple(i for i, (lo, hi) in enumerate(widths) if lo or hi)
+        return bind(Pad(axes, tuple(widths[i][0] for i in axes),
+                        tuple(widths[i][1] for i in axes)), (a, v))
+    out = a
+    for ax, (lo, hi) in enumerate(widths):
+        if not lo and not hi:
+            continue
+        n = out._shape[ax]
+        if n == 0:
+            raise ValueError(f"[pad] Cannot pad an empty axis {ax} in mode {mode!r}.")
+        parts = []
+        if mode == "edge":
+            if lo:
+                e = _axis_slice(out, ax, 0, 1)
+                parts.append(_broadcast_to(e, e._shape[:ax] + (lo,) + e._shape[ax + 1:], "pad"))
+            parts.append(out)
+            if hi:
+                e = _axis_slice(out, ax, n - 1, n)
+                parts.append(_broadcast_to(e, e._shape[:ax] + (hi,) + e._shape[ax + 1:], "pad"))
+        else:
+            parts = _reflect_parts(out, ax, lo, hi, mode == "symmetric")
+        out = _concat(parts, ax, "pad")
+    return out
+
+
+def _reflect_parts(x, ax, lo, hi, symmetric):
+    """NumPy's reflect/symmetric padding built from flipped slices (repeated as needed)."""
+    n = x._shape[ax]
+    if not symmetric and n == 1:
+        e = x
+        return ([_broadcast_to(e, e._shape[:ax] + (lo,) + e._shape[ax + 1:], "pad")] if lo
+                else []) + [x] + ([_broadcast_to(e, e._shape[:ax] + (hi,) + e._shape[ax + 1:],
+                                                 "pad")] if hi else [])
+    # index map computed in NumPy, realized as concatenated unit slices grouped in runs
+    idx = np.pad(np.arange(n), (lo, hi), mode="symmetric" if symmetric else "reflect")
+    parts = []
+    start = 0
+    while start < len(idx):
+        step = 0
+        end = start + 1
+        if end < len(idx) and abs(int(idx[end]) - int(idx[start])) == 1:
+            step = int(idx[end]) - int(idx[start])
+            while end < len(idx) and int(idx[end]) - int(idx[end - 1]) == step:
+                end += 1
+        s0 = int(idx[start])
+        if step >= 0:
+            parts.append(_axis_slice(x, ax, s0, s0 + (end - start)))
+        else:
+            stop = s0 - (end - start)
+            parts.append(_axis_slice(x, ax, s0, stop if stop >= 0 else None, -1))
+        start = end
+    return parts
+
+
+def view(a, dtype, stream=None):
+    a = _arr(a, "view")
+    dt = D.to_dtype(dtype, "view")
+    if dt is a._dtype:
+        return a
+    if a._dtype.size != dt.size:
+        if a.ndim == 0:
+            raise ValueError(f"[view] Changing the type of a scalar is only allowed for types "
+                             f"with the same size, got {a._dtype.name} to {dt.name}.")
+        last = a._shape[-1] * a._dtype.size
+        if last % dt.size:
+            raise ValueError(f"[view] When viewing as a larger dtype, the size in bytes of the "
+                             f"last axis must be a multiple of the requested type size, got "
+                             f"{last} bytes for {dt.name}.")
+    return bind(View(dt), (a,))
+
+
+def _T(self):
+    return _transpose(self, None, "transpose")
+
+
+def _split_method(self, indices_or_sections, axis=0, *, stream=None):
+    return split(self, indices_or_sections, axis)
+
+
+def _flatten_method(self, start_axis=0, end_axis=-1, *, stream=None):
+    return flatten(self, start_axis, end_axis)
+
+
+def _squeeze_method(self, axis=None, *, stream=None):
+    return squeeze(self, axis)
+
+
+def _swapaxes_method(self, axis1, axis2, *, stream=None):
+    return swapaxes(self, axis1, axis2)
+
+
+def _moveaxis_method(self, source, destination, *, stream=None):
+    return moveaxis(self, source, destination)
+
+
+def _diag_method(self, k=0, *, stream=None):
+    return diag(self, k)
+
+
+def _diagonal_method(self, offset=0, axis1=0, axis2=1, stream=None):
+    return diagonal(self, offset, axis1, axis2)
+
+
+def _view_method(self, dtype, *, stream=None):
+    return view(self, dtype)
+
+
+attach_methods({
+    "reshape": _reshape_method, "flatten": _flatten_method, "squeeze": _squeeze_method,
+    "transpose": _transpose_method, "T": property(_T), "swapaxes": _swapaxes_method,
+    "moveaxis": _moveaxis_method, "split": _split_method, "diag": _diag_method,
+    "diagonal": _diagonal_method, "view": _view_method,
+})
+

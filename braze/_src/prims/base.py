@@ -91,3 +91,21 @@ def bind(prim: Primitive, inputs: tuple):
         o._idx = i
         o._tracer = tracer
     return list(outs)
+
+
+def broadcast_shapes(*shapes, op="broadcast_shapes") -> tuple:
+    """NumPy broadcasting of shapes; ValueError naming the op and the shapes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, d in enumerate(s):
+            o = out[off + i]
+            if o == d or d == 1:
+                continue
+            if o == 1:
+                out[off + i] = d
+            else:
+                pretty = " and ".join(str(tuple(t)) for t in shapes)
+                raise ValueError(f"[{op}] Shapes {pretty} cannot be broadcast.")
+    return tuple(out)

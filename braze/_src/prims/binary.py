@@ -1,1 +1,146 @@
-"""Primitives: binary family (to be filled)."""
+"""Primitives: the binary elementwise family, plus the ternary Select and two-output DivMod.
+
+Declared one line each from a table like the unary family (see `unary.make_elementwise`).
+Inputs arrive with one common dtype and shape (the ops layer promotes and broadcasts); for
+`Select` the condition is bool and x, y share a dtype.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes as D
+from .base import Primitive
+from .unary import in_f32, make_elementwise, quiet
+
+_U8 = np.dtype(np.uint8)
+
+
+def _bool_via_u8(fn):
+    """Run an integer kernel on bools (as uint8) and map the result back to bool (!= 0)."""
+    def kernel(a, b):
+        if a.dtype.kind == "b":
+            return fn(a.view(_U8), b.view(_U8)) != 0
+        return fn(a, b)
+    return kernel
+
+
+def _subtract(a, b):
+    if a.dtype.kind == "b":  # MLX: bool - bool is xor
+        return np.not_equal(a, b)
+    return np.subtract(a, b)
+
+
+def _floor_div_float(a, b):
+    return np.floor(np.divide(a, b))
+
+
+_floor_div_float = in_f32(_floor_div_float)
+
+
+def _floor_divide(a, b):
+    k = a.dtype.kind
+    if k == "f":  # MLX: floor(a / b) for floats
+        return _floor_div_float(a, b)
+    if k == "c":  # MLX: plain division for complex
+        return np.divide(a, b)
+    if k == "b":
+        return np.floor_divide(a.view(_U8), b.view(_U8)) != 0
+    return np.floor_divide(a, b)  # Python's sign rule; x // 0 == 0 (no crash)
+
+
+def _power(a, b):
+    k = a.dtype.kind
+    if k == "b":
+        return np.power(a.view(_U8), b.view(_U8)) != 0
+    if k == "i":
+        neg = b < 0
+        if neg.any():  # MLX: an integer to a negative integer power is 0 (NumPy raises)
+            r = np.power(a, np.where(neg, 0, b).astype(b.dtype))
+            r[neg] = 0
+            return r
+    return np.power(a, b)
+
+
+def _logaddexp(a, b):
+    if a.dtype.kind != "c":
+        return np.logaddexp(a, b)
+    big = np.real(a) >= np.real(b)
+    m, n = np.where(big, a, b), np.where(big, b, a)
+    return m + np.log1p(np.exp(n - m))
+
+
+def _select(c, x, y):
+    return np.where(c, x, y)
+
+
+_G = globals()
+_B = dict(namespace=_G, arity=2)
+_NDQ = dict(namespace=_G, arity=2, differentiable=False, quiet=False)
+
+ADD = make_elementwise("Add", np.add, "same", "({0} + {1})", **_B)
+SUBTRACT = make_elementwise("Subtract", _subtract, "same", "({0} - {1})", **_B)
+MULTIPLY = make_elementwise("Multiply", np.multiply, "same", "({0} * {1})", **_B)
+DIVIDE = make_elementwise("Divide", np.divide, "same", "({0} / {1})", **_B)
+FLOOR_DIVIDE = make_elementwise("FloorDivide", _floor_divide, "same", "floordiv({0}, {1})", **_B)
+REMAINDER = make_elementwise("Remainder", _bool_via_u8(np.remainder), "same", "rem({0}, {1})",
+                             **_B)
+POWER = make_elementwise("Power", _power, "same", "pow({0}, {1})", **_B)
+MAXIMUM = make_elementwise("Maximum", np.maximum, "same", "maximum({0}, {1})", **_B)
+MINIMUM = make_elementwise("Minimum", np.minimum, "same", "minimum({0}, {1})", **_B)
+LOG_ADD_EXP = make_elementwise("LogAddExp", _logaddexp, "same", "logaddexp({0}, {1})", **_B)
+ARCTAN2 = make_elementwise("ArcTan2", np.arctan2, "same", "atan2({0}, {1})", **_B)
+BITWISE_AND = make_elementwise("BitwiseAnd", np.bitwise_and, "same", "({0} & {1})", **_NDQ)
+BITWISE_OR = make_elementwise("BitwiseOr", np.bitwise_or, "same", "({0} | {1})", **_NDQ)
+BITWISE_XOR = make_elementwise("BitwiseXor", np.bitwise_xor, "same", "({0} ^ {1})", **_NDQ)
+LEFT_SHIFT = make_elementwise("LeftShift", np.left_shift, "same", "({0} << {1})", **_NDQ)
+RIGHT_SHIFT = make_elementwise("RightShift", np.right_shift, "same", "({0} >> {1})", **_NDQ)
+LOGICAL_AND = make_elementwise("LogicalAnd", np.logical_and, "bool", "({0} and {1})", **_NDQ)
+LOGICAL_OR = make_elementwise("LogicalOr", np.logical_or, "bool", "({0} or {1})", **_NDQ)
+NOT_EQUAL = make_elementwise("NotEqual", np.not_equal, "bool", "({0} != {1})", **_NDQ)
+LESS = make_elementwise("Less", np.less, "bool", "({0} < {1})", **_NDQ)
+LESS_EQUAL = make_elementwise("LessEqual", np.less_equal, "bool", "({0} <= {1})", **_NDQ)
+GREATER = make_elementwise("Greater", np.greater, "bool", "({0} > {1})", **_NDQ)
+GREATER_EQUAL = make_elementwise("GreaterEqual", np.greater_equal, "bool", "({0} >= {1})",
+                                 **_NDQ)
+SELECT = make_elementwise("Select", _select, "second", "({1} if {0} else {2})", namespace=_G,
+                          arity=3, quiet=False)
+
+
+@dataclass(frozen=True)
+class Equal(Primitive):
+    """a == b; with `equal_nan`, two NaNs compare equal too (MLX prints it as NaNEqual)."""
+
+    equal_nan: bool = False
+    differentiable = False
+
+    @property
+    def codegen(self):
+        return "nan_equal({0}, {1})" if self.equal_nan else "({0} == {1})"
+
+    def abstract_eval(self, a, b):
+        return [(a.shape, D.bool_)]
+
+    def eval_cpu(self, a, b):
+        r = np.equal(a, b)
+        if self.equal_nan and a.dtype.kind in "fc":
+            r |= np.isnan(a) & np.isnan(b)
+        return [r]
+
+
+EQUAL, NAN_EQUAL = Equal(False), Equal(True)
+
+
+@dataclass(frozen=True)
+class DivMod(Primitive):
+    """(floor_divide(a, b), remainder(a, b)) as one node with two outputs."""
+
+    def abstract_eval(self, a, b):
+        return [(a.shape, a.dtype), (a.shape, a.dtype)]
+
+    def eval_cpu(self, a, b):
+        return [quiet(_floor_divide, a, b), quiet(REMAINDER.fn, a, b)]
+
+
+DIVMOD = DivMod()

@@ -1,1 +1,121 @@
-"""Primitives: creation family (to be filled)."""
+"""Primitives: creation family (no array inputs; the output is computed from parameters).
+
+`zeros`, `ones` and `full` need no primitive of their own: they are a `Broadcast` (a zero-copy
+view) of a 0-d constant, as in MLX. The primitives here make the other creation ops lazy.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes as D
+from .base import Primitive
+
+
+def arange_length(start, stop, step) -> int:
+    """MLX's rule: ceil((stop - start) / step), at least 0; ValueError when not finite."""
+    try:
+        real = math.ceil((stop - start) / step)
+    except (OverflowError, ValueError):
+        raise ValueError("[arange] Cannot compute length.") from None
+    return max(int(real), 0)
+
+
+@dataclass(frozen=True)
+class Arange(Primitive):
+    """[start, stop) by step, MLX's semantics: the increment is dtype(start + step) - dtype(start)
+    and floating values are accumulated one step at a time in the output dtype."""
+
+    start: float
+    stop: float
+    step: float
+    dtype: D.Dtype
+
+    differentiable = False
+
+    def abstract_eval(self):
+        return [((arange_length(self.start, self.stop, self.step),), self.dtype)]
+
+    def eval_cpu(self):
+        n = arange_length(self.start, self.stop, self.step)
+        npd = self.dtype.np_dtype
+        if self.dtype.kind in "ui":
+            # C conversion (truncation toward zero), then wrap-around arithmetic like MLX.
+            s0 = int(self.start)
+            inc = int(self.start + self.step) - s0
+            return [(s0 + np.arange(n, dtype=np.int64) * inc).astype(npd)]
+        with np.errstate(over="ignore", invalid="ignore"):
+            s0 = np.array(self.start, dtype=npd)
+            inc = np.array(self.start + self.step, dtype=npd) - s0
+            buf = np.full(n, inc, dtype=npd)
+            if n:
+                buf[0] = s0
+            return [np.cumsum(buf, dtype=npd)]
+
+
+@dataclass(frozen=True)
+class Linspace(Primitive):
+    """`num` evenly spaced values, computed like MLX: (1 - t) * start + t * stop in float32 with
+    t = i / (num - 1) (or i / num without the endpoint), then converted to `dtype`."""
+
+    start: float
+    stop: float
+    num: int
+    endpoint: bool
+    dtype: D.Dtype
+
+    differentiable = False
+
+    def abstract_eval(self):
+        return [((self.num,), self.dtype)]
+
+    def eval_cpu(self):
+        f32 = np.float32
+        n = self.num
+        if n == 1:
+            out = np.array([self.start], dtype=f32)
+        else:
+            div = f32(n - 1 if self.endpoint else n)
+            t = np.arange(n, dtype=f32) / div
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = (f32(1) - t) * f32(self.start) + t * f32(self.stop)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return [out.astype(self.dtype.np_dtype)]
+
+
+@dataclass(frozen=True)
+class Eye(Primitive):
+    """An n x m matrix with ones on diagonal k."""
+
+    n: int
+    m: int
+    k: int
+    dtype: D.Dtype
+
+    differentiable = False
+
+    def abstract_eval(self):
+        return [((self.n, self.m), self.dtype)]
+
+    def eval_cpu(self):
+        return [np.eye(self.n, self.m, self.k, dtype=self.dtype.np_dtype)]
+
+
+@dataclass(frozen=True)
+class Tri(Primitive):
+    """An n x m matrix with ones at and below diagonal k (NumPy's `tri`)."""
+
+    n: int
+    m: int
+    k: int
+    dtype: D.Dtype
+
+    differentiable = False
+
+    def abstract_eval(self):
+        return [((self.n, self.m), self.dtype)]
+
+    def eval_cpu(self):
+        return [np.tri(self.n, self.m, self.k, dtype=self.dtype.np_dtype)]

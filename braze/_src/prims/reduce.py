@@ -1,1 +1,167 @@
-"""Primitives: reduce family (to be filled)."""
+"""Primitives: the reduce family (Reduce, ArgReduce, LogSumExp, Softmax).
+
+Like MLX's, every reduction keeps the reduced axes as size-1 dimensions; the ops layer
+reshapes them away when `keepdims=False`. float16/bfloat16 accumulate in float32 and round
+once at the end; float32 sums use NumPy's pairwise summation along a contiguous axis.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from .. import dtypes as D
+from .base import Primitive
+
+REDUCE_TYPES = ("sum", "prod", "max", "min", "and", "or")
+
+_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_F32 = np.dtype(np.float32)
+
+
+def reduce_dtype(reduce_type: str, dt: D.Dtype) -> D.Dtype:
+    """MLX's result dtype of a reduction: small ints widen for sum/prod, and/or give bool."""
+    if reduce_type in ("and", "or"):
+        return D.bool_
+    if reduce_type in ("sum", "prod"):
+        if dt in (D.bool_, D.int8, D.int16):
+            return D.int32
+        if dt in (D.uint8, D.uint16):
+            return D.uint32
+    return dt
+
+
+def at_least_float(dt: D.Dtype) -> D.Dtype:
+    """Integers and bool become float32; floats and complex stay."""
+    return dt if dt.kind in "fc" else D.float32
+
+
+def keep_shape(shape: tuple, axes: tuple) -> tuple:
+    return tuple(1 if i in axes else s for i, s in enumerate(shape))
+
+
+def acc_dtype(npd: np.dtype) -> np.dtype:
+    """The dtype a kernel accumulates in: float32 for the half types, else the dtype itself."""
+    return _F32 if npd in _HALF else npd
+
+
+def _trailing(x: np.ndarray, axes: tuple) -> np.ndarray:
+    """`x` with `axes` moved last and flattened into one contiguous axis (for pairwise sums)."""
+    rest = [i for i in range(x.ndim) if i not in axes]
+    y = np.ascontiguousarray(np.transpose(x, rest + list(axes)))
+    return y.reshape([x.shape[i] for i in rest] + [-1])
+
+
+def pairwise_sum(x: np.ndarray, axes: tuple, dtype=None) -> np.ndarray:
+    """Sum over `axes` keeping dims, with pairwise summation over the reduced elements."""
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    is_trailing = axes == tuple(range(x.ndim - len(axes), x.ndim))
+    if x.dtype.kind in "fc" and len(axes) and n > 128 and not is_trailing and x.size:
+        r = np.sum(_trailing(x, axes), axis=-1, dtype=dtype)
+        return r.reshape(keep_shape(x.shape, axes))
+    return np.sum(x, axis=axes, dtype=dtype, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Reduce(Primitive):
+    """Reduce `axes` (sorted, non-negative) with `reduce_type`; the axes are kept with size 1."""
+
+    reduce_type: str
+    axes: tuple
+
+    def __post_init__(self):
+        if self.reduce_type not in REDUCE_TYPES:
+            raise ValueError(f"[Reduce] Unknown reduce type {self.reduce_type!r}.")
+
+    def abstract_eval(self, x):
+        return [(keep_shape(x.shape, self.axes), reduce_dtype(self.reduce_type, x.dtype))]
+
+    def eval_cpu(self, x):
+        rt, axes = self.reduce_type, self.axes
+        out_np = reduce_dtype(rt, D.from_numpy(x.dtype)).np_dtype
+        with np.errstate(all="ignore"):
+            if rt in ("and", "or"):
+                b = x.astype(np.bool_)
+                r = (np.all if rt == "and" else np.any)(b, axis=axes, keepdims=True)
+            elif rt == "sum":
+                if x.dtype.kind in "biu":
+                    r = pairwise_sum(x, axes, dtype=out_np)
+                else:
+                    r = pairwise_sum(x.astype(acc_dtype(x.dtype), copy=False), axes)
+            elif rt == "prod":
+                if x.dtype.kind in "biu":
+                    r = np.prod(x, axis=axes, dtype=out_np, keepdims=True)
+                else:
+                    r = np.prod(x.astype(acc_dtype(x.dtype), copy=False), axis=axes,
+                                keepdims=True)
+            else:
+                xf = x.astype(acc_dtype(x.dtype), copy=False)
+                r = (np.max if rt == "max" else np.min)(xf, axis=axes, keepdims=True)
+            return [np.asarray(r).astype(out_np, copy=False)]
+
+
+@dataclass(frozen=True)
+class ArgReduce(Primitive):
+    """Index (uint32) of the max or min along `axis`, kept with size 1; first one on ties/NaN."""
+
+    reduce_type: str  # "argmax" | "argmin"
+    axis: int
+
+    differentiable = False
+
+    def __post_init__(self):
+        if self.reduce_type not in ("argmax", "argmin"):
+            raise ValueError(f"[ArgReduce] Unknown reduce type {self.reduce_type!r}.")
+
+    def abstract_eval(self, x):
+        return [(keep_shape(x.shape, (self.axis,)), D.uint32)]
+
+    def eval_cpu(self, x):
+        xf = x.astype(acc_dtype(x.dtype), copy=False)
+        fn = np.argmax if self.reduce_type == "argmax" else np.argmin
+        return [fn(xf, axis=self.axis, keepdims=True).astype(np.uint32)]
+
+
+def _logsumexp(xf: np.ndarray, axes: tuple) -> np.ndarray:
+    m = np.max(xf, axis=axes, keepdims=True)
+    m = np.where(np.isinf(m), np.zeros((), xf.dtype), m)  # all -inf -> -inf; any +inf -> +inf
+    return np.log(np.sum(np.exp(xf - m), axis=axes, keepdims=True)) + m
+
+
+@dataclass(frozen=True)
+class LogSumExp(Primitive):
+    """log(sum(exp(x))) over `axes`, kept with size 1; stable (max-shifted). Float input."""
+
+    axes: tuple
+
+    def abstract_eval(self, x):
+        return [(keep_shape(x.shape, self.axes), x.dtype)]
+
+    def eval_cpu(self, x):
+        with np.errstate(all="ignore"):
+            r = _logsumexp(x.astype(acc_dtype(x.dtype), copy=False), self.axes)
+        return [r.astype(x.dtype, copy=False)]
+
+
+@dataclass(frozen=True)
+class Softmax(Primitive):
+    """exp(x - max) / sum(exp(x - max)) over `axes`. Float input; halves compute in float32
+    whether or not `precise` (MLX's flag is kept as a parameter)."""
+
+    axes: tuple
+    precise: bool = False
+
+    def abstract_eval(self, x):
+        return [(x.shape, x.dtype)]
+
+    def eval_cpu(self, x):
+        if x.size == 0:
+            return [np.empty(x.shape, x.dtype)]
+        with np.errstate(all="ignore"):
+            xf = x.astype(acc_dtype(x.dtype), copy=False)
+            e = np.exp(xf - np.max(xf, axis=self.axes, keepdims=True))
+            r = e / np.sum(e, axis=self.axes, keepdims=True)
+        return [r.astype(x.dtype, copy=False)]

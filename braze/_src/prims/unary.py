@@ -1,1 +1,354 @@
-"""Primitives: unary family (to be filled)."""
+"""Primitives: the unary elementwise family, declared one line each from a table.
+
+A row is (MLX primitive name, NumPy kernel, result-dtype kind, kernel expression[, options]).
+`make_elementwise` turns a row into a frozen-dataclass `Primitive` subclass (registered by
+name) and a singleton instance, so adding a primitive is one line. Parameterized primitives
+(`Log` base, `Round` decimals) are ordinary dataclasses below the table.
+
+Result-dtype kinds (the ops layer has already cast inputs to the dtype the op computes in):
+  "same"  output dtype = input dtype
+  "bool"  output is bool (predicates, comparisons, logical ops)
+  "real"  complex64 -> float32, anything else unchanged (Abs, Real, Imag)
+  "second" shape and dtype of the second input (Select(cond, x, y))
+
+Kernels never warn: NumPy's floating-point error state is set to "ignore" around each call,
+so results are the IEEE values (inf, nan) as in MLX.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes as D
+from .base import Primitive
+
+# -- quiet NumPy calls ------------------------------------------------------------------------
+# np.errstate costs ~1 us per use; setting NumPy's error-state context variable directly with a
+# prebuilt "ignore everything" state costs a fifth of that. Fall back to np.errstate if the
+# private names move.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _CV
+    from numpy._core._ufunc_config import _make_extobj
+
+    _IGNORE = _make_extobj(all="ignore")
+except Exception:  # pragma: no cover - other NumPy versions
+    _CV = None
+    _IGNORE = None
+
+
+if _CV is not None:
+    def quiet(fn, *xs):
+        """fn(*xs) with NumPy floating-point warnings silenced."""
+        tok = _CV.set(_IGNORE)
+        try:
+            return fn(*xs)
+        finally:
+            _CV.reset(tok)
+else:  # pragma: no cover
+    def quiet(fn, *xs):
+        with np.errstate(all="ignore"):
+            return fn(*xs)
+
+
+# -- the class factory ------------------------------------------------------------------------
+class _Elementwise(Primitive):
+    """Base of the table-generated primitives (not registered: leading underscore)."""
+
+    fn = None      # the NumPy kernel
+    kind = "same"  # result-dtype kind
+    arity = 1
+
+
+def _make_abstract(kind: str, arity: int):
+    """abstract_eval specialized on kind and arity (it runs on every op call)."""
+    if kind == "second":
+        def abstract_eval(self, c, x, y):
+            return [(x.shape, x.dtype)]
+        return abstract_eval
+    if kind == "bool":
+        if arity == 1:
+            def abstract_eval(self, x):
+                return [(x.shape, _BOOL)]
+        else:
+            def abstract_eval(self, x, *rest):
+                return [(x.shape, _BOOL)]
+        return abstract_eval
+    if kind == "real":
+        def abstract_eval(self, x, *rest):
+            dt = x.dtype
+            return [(x.shape, _F32 if dt is _C64 else dt)]
+        return abstract_eval
+    if kind != "same":
+        raise ValueError(f"Unknown result-dtype kind {kind!r}.")
+    if arity == 1:
+        def abstract_eval(self, x):
+            return [(x.shape, x.dtype)]
+    elif arity == 2:
+        def abstract_eval(self, x, y):
+            return [(x.shape, x.dtype)]
+    else:
+        def abstract_eval(self, x, *rest):
+            return [(x.shape, x.dtype)]
+    return abstract_eval
+
+
+_BOOL, _F32, _C64 = D.bool_, D.float32, D.complex64
+
+
+def _make_eval(fn, arity: int, quiet_: bool):
+    """eval_cpu specialized on arity, calling the NumPy kernel directly."""
+    if not quiet_:
+        if arity == 1:
+            def eval_cpu(self, x):
+                return [fn(x)]
+        elif arity == 2:
+            def eval_cpu(self, x, y):
+                return [fn(x, y)]
+        else:
+            def eval_cpu(self, *xs):
+                return [fn(*xs)]
+        return eval_cpu
+    if _CV is None:  # pragma: no cover
+        def eval_cpu(self, *xs):
+            with np.errstate(all="ignore"):
+                return [fn(*xs)]
+        return eval_cpu
+    cv, ign = _CV, _IGNORE
+    if arity == 1:
+        def eval_cpu(self, x):
+            tok = cv.set(ign)
+            try:
+                return [fn(x)]
+            finally:
+                cv.reset(tok)
+    elif arity == 2:
+        def eval_cpu(self, x, y):
+            tok = cv.set(ign)
+            try:
+                return [fn(x, y)]
+            finally:
+                cv.reset(tok)
+    else:
+        def eval_cpu(self, *xs):
+            tok = cv.set(ign)
+            try:
+                return [fn(*xs)]
+            finally:
+                cv.reset(tok)
+    return eval_cpu
+
+
+def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True, quiet=True,
+                     namespace=None):
+    """Create, register and return the singleton instance of a parameterless primitive.
+
+    `quiet=False` skips the error-state guard for kernels that can never warn (comparisons,
+    bitwise and logical ops). The class is also stored in `namespace` (a module's globals).
+    """
+    attrs = {
+        "__doc__": f"Elementwise {name}: `{codegen}`.",
+        "__module__": namespace["__name__"] if namespace else __name__,
+        "__qualname__": name,
+        "fn": staticmethod(fn) if not isinstance(fn, np.ufunc) else fn,
+        "kind": kind,
+        "codegen": codegen,
+        "arity": arity,
+        "differentiable": differentiable,
+        "abstract_eval": _make_abstract(kind, arity),
+        "eval_cpu": _make_eval(fn, arity, quiet),
+    }
+    cls = dataclass(frozen=True)(type(name, (_Elementwise,), attrs))
+    if namespace is not None:
+        namespace[name] = cls
+    return cls()
+
+
+# -- kernels that need more than one NumPy call -----------------------------------------------
+def _as_f32(x):
+    """(x in a dtype SciPy/libm handle, the original dtype) for low-precision floats."""
+    return (x.astype(np.float32), x.dtype) if x.dtype.itemsize < 4 else (x, None)
+
+
+def in_f32(fn):
+    """Run a multi-step float kernel in float32 for float16/bfloat16 inputs (one rounding at
+    the end instead of one per step); other dtypes run as they are."""
+    def kernel(x, *rest):
+        if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+            return fn(x.astype(np.float32), *[y.astype(np.float32) for y in rest]).astype(x.dtype)
+        return fn(x, *rest)
+    kernel.__name__ = fn.__name__
+    return kernel
+
+
+def _sign(x):
+    k = x.dtype.kind
+    if k == "b":
+        return x.copy()
+    if k == "f":
+        # MLX: (x > 0) - (x < 0), so sign(nan) == 0 and sign(-0.0) == 0.
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+    return np.sign(x)
+
+
+def _rsqrt(x):
+    return np.reciprocal(np.sqrt(x))
+
+
+def _sigmoid(x):
+    # exp(-log(1 + exp(-x))): no overflow, full relative accuracy in both tails.
+    return np.exp(-np.logaddexp(np.zeros((), x.dtype), -x))
+
+
+try:  # SciPy is optional: used when installed, libm otherwise
+    from scipy import special as _special
+except Exception:  # pragma: no cover
+    _special = None
+
+_erf_py = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x):
+    xf, dt = _as_f32(x)
+    if _special is not None:
+        r = _special.erf(xf)
+    else:  # pragma: no cover
+        r = _erf_py(xf).astype(xf.dtype)
+    return r if dt is None else r.astype(dt)
+
+
+def _erfinv(x):
+    xf, dt = _as_f32(x)
+    if _special is not None:
+        r = _special.erfinv(xf)
+    else:  # pragma: no cover
+        r = _erfinv_newton(xf)
+    return r if dt is None else r.astype(dt)
+
+
+def _erfinv_newton(x):  # pragma: no cover - only without SciPy
+    """Giles' single-precision approximation refined by two Newton steps in float64."""
+    x64 = x.astype(np.float64)
+    w = -np.log((1.0 - x64) * (1.0 + x64))
+    ws = w - 2.5
+    p1 = 2.81022636e-08
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+              -0.00417768164, 0.246640727, 1.50140941):
+        p1 = c + p1 * ws
+    wl = np.sqrt(np.maximum(w, 5.0)) - 3.0
+    p2 = -0.000200214257
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+              0.00943887047, 1.00167406, 2.83297682):
+        p2 = c + p2 * wl
+    r = np.where(w < 5.0, p1, p2) * x64
+    erf = _erf_py
+    for _ in range(2):
+        e = erf(r).astype(np.float64) - x64
+        r = r - e / (2.0 / math.sqrt(math.pi) * np.exp(-r * r))
+    r = np.where(np.abs(x64) == 1.0, np.copysign(np.inf, x64), r)
+    r = np.where(np.abs(x64) > 1.0, np.nan, r)
+    return r.astype(x.dtype)
+
+
+def _view(x):
+    """A zero-copy view (StopGradient): the output never owns the input's buffer."""
+    return x.view()
+
+
+# -- the table ----------------------------------------------------------------------------------
+_G = globals()
+_U = dict(namespace=_G)
+_ND = dict(namespace=_G, differentiable=False)
+_NDQ = dict(namespace=_G, differentiable=False, quiet=False)
+
+ABS = make_elementwise("Abs", np.absolute, "real", "abs({0})", **_U)
+NEGATIVE = make_elementwise("Negative", np.negative, "same", "(-{0})", **_U)
+SIGN = make_elementwise("Sign", _sign, "same", "sign({0})", **_U)
+SQUARE = make_elementwise("Square", np.square, "same", "({0} * {0})", **_U)
+SQRT = make_elementwise("Sqrt", np.sqrt, "same", "sqrt({0})", **_U)
+RSQRT = make_elementwise("Rsqrt", in_f32(_rsqrt), "same", "(1 / sqrt({0}))", **_U)
+EXP = make_elementwise("Exp", np.exp, "same", "exp({0})", **_U)
+EXPM1 = make_elementwise("Expm1", np.expm1, "same", "expm1({0})", **_U)
+LOG1P = make_elementwise("Log1p", np.log1p, "same", "log1p({0})", **_U)
+SIN = make_elementwise("Sin", np.sin, "same", "sin({0})", **_U)
+COS = make_elementwise("Cos", np.cos, "same", "cos({0})", **_U)
+TAN = make_elementwise("Tan", np.tan, "same", "tan({0})", **_U)
+ARCSIN = make_elementwise("ArcSin", np.arcsin, "same", "asin({0})", **_U)
+ARCCOS = make_elementwise("ArcCos", np.arccos, "same", "acos({0})", **_U)
+ARCTAN = make_elementwise("ArcTan", np.arctan, "same", "atan({0})", **_U)
+SINH = make_elementwise("Sinh", np.sinh, "same", "sinh({0})", **_U)
+COSH = make_elementwise("Cosh", np.cosh, "same", "cosh({0})", **_U)
+TANH = make_elementwise("Tanh", np.tanh, "same", "tanh({0})", **_U)
+ARCSINH = make_elementwise("ArcSinh", np.arcsinh, "same", "asinh({0})", **_U)
+ARCCOSH = make_elementwise("ArcCosh", np.arccosh, "same", "acosh({0})", **_U)
+ARCTANH = make_elementwise("ArcTanh", np.arctanh, "same", "atanh({0})", **_U)
+ERF = make_elementwise("Erf", _erf, "same", "erf({0})", **_U)
+ERFINV = make_elementwise("ErfInv", _erfinv, "same", "erfinv({0})", **_U)
+SIGMOID = make_elementwise("Sigmoid", in_f32(_sigmoid), "same", "sigmoid({0})", **_U)
+FLOOR = make_elementwise("Floor", np.floor, "same", "floor({0})", **_U)
+CEIL = make_elementwise("Ceil", np.ceil, "same", "ceil({0})", **_U)
+TRUNC = make_elementwise("Trunc", np.trunc, "same", "trunc({0})", **_U)
+CONJUGATE = make_elementwise("Conjugate", np.conjugate, "same", "conj({0})", **_U)
+REAL = make_elementwise("Real", np.real, "real", "real({0})", **_U)
+IMAG = make_elementwise("Imag", np.imag, "real", "imag({0})", **_U)
+STOP_GRADIENT = make_elementwise("StopGradient", _view, "same", "{0}", **_ND)
+LOGICAL_NOT = make_elementwise("LogicalNot", np.logical_not, "bool", "(not {0})", **_NDQ)
+BITWISE_INVERT = make_elementwise("BitwiseInvert", np.invert, "same", "(~{0})", **_NDQ)
+
+
+# -- parameterized unary primitives -----------------------------------------------------------
+_LOG_FN = {"e": np.log, "2": np.log2, "10": np.log10}
+
+
+@dataclass(frozen=True)
+class Log(Primitive):
+    """Logarithm in `base` ("e", "2" or "10"), as MLX's Log(Base)."""
+
+    base: str = "e"
+
+    @property
+    def codegen(self):
+        return {"e": "log({0})", "2": "log2({0})", "10": "log10({0})"}[self.base]
+
+    def __post_init__(self):
+        if self.base not in _LOG_FN:
+            raise ValueError(f"[Log] Unknown base {self.base!r}.")
+
+    def abstract_eval(self, x):
+        return [(x.shape, x.dtype)]
+
+    def eval_cpu(self, x):
+        return [quiet(_LOG_FN[self.base], x)]
+
+
+LOG, LOG2, LOG10 = Log("e"), Log("2"), Log("10")
+
+
+@dataclass(frozen=True)
+class Round(Primitive):
+    """Round half to even at `decimals` decimal places (negative: tens, hundreds...)."""
+
+    decimals: int = 0
+
+    @property
+    def codegen(self):
+        return "rint({0})" if self.decimals == 0 else f"round({{0}}, {self.decimals})"
+
+    def abstract_eval(self, x):
+        return [(x.shape, x.dtype)]
+
+    def eval_cpu(self, x):
+        d = self.decimals
+        k = x.dtype.kind
+        if k in "fc":
+            if x.dtype.itemsize < 4:  # np.round leaves ml_dtypes' bfloat16 unrounded
+                return [quiet(np.round, x.astype(np.float32), d).astype(x.dtype)]
+            return [quiet(np.round, x, d)]
+        if k == "b" or d >= 0:
+            return [x.copy()]
+        s = 10.0 ** (-d)  # integers at negative decimals: half to even on x / 10**-d
+        return [(np.rint(x.astype(np.float64) / s) * s).astype(x.dtype)]
+
+
+ROUND = Round(0)

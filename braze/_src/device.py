@@ -1,0 +1,240 @@
+"""Devices and streams, with MLX's names, reprs and errors.
+
+braze runs everything on the CPU, synchronously, so streams only carry identity: ops accept a
+`stream=` argument (checked by `to_stream`) and `synchronize` has nothing to wait for. The GPU
+device type exists, as in MLX without a GPU backend: it can be named, never used.
+"""
+from __future__ import annotations
+
+import enum
+import os
+import platform
+
+__all__ = ["DeviceType", "Device", "Stream", "cpu", "gpu", "is_available", "default_device",
+           "set_default_device", "default_stream", "new_stream", "set_default_stream",
+           "stream", "StreamContext", "synchronize", "clear_streams", "device_count",
+           "device_info"]
+
+
+class DeviceType(enum.Enum):
+    cpu = 0
+    gpu = 1
+
+    def __repr__(self):
+        return f"DeviceType.{self.name}"
+
+    __str__ = __repr__
+
+    def __hash__(self):  # equal to Device(self, 0), so hash alike
+        return hash((self.value, 0))
+
+    def __eq__(self, other):
+        if isinstance(other, DeviceType):
+            return self is other
+        return NotImplemented
+
+
+cpu = DeviceType.cpu
+gpu = DeviceType.gpu
+
+
+class Device:
+    """A device: a DeviceType and an index (`Device(cpu, 0)`)."""
+
+    __slots__ = ("type", "_index")
+
+    def __init__(self, type: DeviceType, index: int = 0):  # noqa: A002 - MLX's argument name
+        if not isinstance(type, DeviceType):
+            raise TypeError(f"Device(): expected a DeviceType, got {type!r}.")
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"Device(): expected an int index, got {index!r}.")
+        self.type = type
+        self._index = index
+
+    def __repr__(self):
+        return f"Device({self.type.name}, {self._index})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        if isinstance(other, DeviceType):
+            other = Device(other)
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.type is other.type and self._index == other._index
+
+    def __hash__(self):
+        return hash((self.type.value, self._index))
+
+
+class Stream:
+    """A stream on a device (`Stream(Device(cpu, 0), 0)`); index 0 is the default stream."""
+
+    __slots__ = ("device", "_index")
+
+    def __init__(self, device, index: int = 0):
+        self.device = to_device(device, "Stream")
+        self._index = index
+
+    def __repr__(self):
+        return f"Stream({self.device!r}, {self._index})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        if not isinstance(other, Stream):
+            return NotImplemented
+        return self.device == other.device and self._index == other._index
+
+    def __hash__(self):
+        return hash((hash(self.device), self._index))
+
+
+# -- state ----------------------------------------------------------------------------------
+def to_device(d, op: str) -> Device:
+    """A Device from a Device or DeviceType; TypeError naming `op` otherwise."""
+    if isinstance(d, Device):
+        return d
+    if isinstance(d, DeviceType):
+        return Device(d)
+    raise TypeError(f"[{op}] Expected a Device or DeviceType, got {type(d).__name__}: {d!r}.")
+
+
+_CPU = Device(cpu, 0)
+_state = {"device": _CPU, "streams": {_CPU: Stream(_CPU, 0)}, "next_index": 1}
+
+
+def is_available(device) -> bool:
+    """Whether braze can run on `device`: the CPU yes, the GPU no."""
+    return to_device(device, "is_available").type is cpu
+
+
+def _check_available(d: Device, message: str) -> None:
+    if d.type is not cpu:
+        raise ValueError(message)
+
+
+def default_device() -> Device:
+    return _state["device"]
+
+
+def set_default_device(device) -> None:
+    d = to_device(device, "set_default_device")
+    _check_available(d, "[set_default_device] Cannot set gpu device without gpu backend.")
+    _state["device"] = d
+
+
+def default_stream(device) -> Stream:
+    d = to_device(device, "default_stream")
+    _check_available(d, "[default_stream] Cannot get gpu stream without gpu backend.")
+    s = _state["streams"].get(d)
+    if s is None:
+        s = _state["streams"][d] = Stream(d, 0)
+    return s
+
+
+def new_stream(device) -> Stream:
+    d = to_device(device, "new_stream")
+    _check_available(d, "[new_stream] Cannot make gpu stream without gpu backend.")
+    s = Stream(d, _state["next_index"])
+    _state["next_index"] += 1
+    return s
+
+
+def set_default_stream(stream) -> None:
+    """Make `stream` the default of its device (the default device does not change)."""
+    if not isinstance(stream, Stream):
+        raise TypeError(f"[set_default_stream] Expected a Stream, got {stream!r}.")
+    _state["streams"][stream.device] = stream
+
+
+def clear_streams() -> None:
+    """Forget the streams made so far: every device's default stream is its stream 0 again.
+    (New streams keep counting up, as in MLX.)"""
+    _state["streams"] = {_CPU: Stream(_CPU, 0)}
+
+
+def to_stream(s, op: str = "stream") -> Stream:
+    """The stream an op runs on, from its `stream=` argument (None, Stream, Device or
+    DeviceType); ValueError for the GPU, TypeError for anything else."""
+    if s is None:
+        return default_stream(_state["device"])
+    if isinstance(s, Stream):
+        _check_available(s.device, f"[{op}] Cannot use a gpu stream without gpu backend.")
+        return s
+    if isinstance(s, (Device, DeviceType)):
+        return default_stream(s)
+    raise TypeError(f"[{op}] Expected a Stream, Device or DeviceType for stream=, got "
+                    f"{type(s).__name__}: {s!r}.")
+
+
+class StreamContext:
+    """The context manager `stream(s)` returns: inside it, `s` is the default device and (for a
+    Stream) that device's default stream."""
+
+    def __init__(self, s):
+        if not isinstance(s, (Stream, Device, DeviceType)):
+            raise TypeError(f"[stream] Expected a Stream, Device or DeviceType, got {s!r}.")
+        self._target = s
+        self._saved = None
+
+    def __enter__(self):
+        s = self._target
+        d = s.device if isinstance(s, Stream) else to_device(s, "stream")
+        _check_available(d, "[default_stream] Cannot get gpu stream without gpu backend.")
+        self._saved = (_state["device"], d, _state["streams"].get(d))
+        _state["device"] = d
+        if isinstance(s, Stream):
+            _state["streams"][d] = s
+        return None
+
+    def __exit__(self, *exc):
+        device, d, prev = self._saved
+        _state["device"] = device
+        if prev is None:
+            _state["streams"].pop(d, None)
+        else:
+            _state["streams"][d] = prev
+        return False
+
+
+def stream(s) -> StreamContext:
+    """`with mx.stream(s): ...` runs the block with `s` (a Stream, Device or DeviceType) as the
+    default."""
+    return StreamContext(s)
+
+
+def synchronize(stream=None) -> None:
+    """Wait for the work queued on `stream`. braze evaluates synchronously: nothing to wait for."""
+    to_stream(stream, "synchronize")
+
+
+def device_count(device_type) -> int:
+    """How many devices of this type braze can use: 1 CPU, 0 GPUs."""
+    d = to_device(device_type, "device_count")
+    return 1 if d.type is cpu else 0
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_info(d=None) -> dict:
+    """Properties of a device (the default device if None); {} for an unavailable device."""
+    dev = default_device() if d is None else to_device(d, "device_info")
+    if dev.type is not cpu:
+        return {}
+    info = {"architecture": platform.machine(), "device_name": _cpu_name()}
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        info["memory_size"] = int(pages) * int(page_size)
+    except (ValueError, OSError, AttributeError):
+        pass
+    return info

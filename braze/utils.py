@@ -1,0 +1,12 @@
+"""MLX's `mlx.utils`: tree helpers for nested lists, tuples and dicts of arrays."""
+from braze._src.tree import (  # noqa: F401
+    tree_flatten,
+    tree_map,
+    tree_map_with_path,
+    tree_merge,
+    tree_reduce,
+    tree_unflatten,
+)
+
+__all__ = ["tree_map", "tree_map_with_path", "tree_flatten", "tree_unflatten", "tree_reduce",
+           "tree_merge"]
