@@ -34,7 +34,7 @@ def main():
     print("\nZero-copy NumPy interop")
     n = np.asarray(y)
     print("  np.asarray(y) shares y's buffer:",
-          n.__array_interface__["data"][0] == y.__array_interface__["data"][0])
+          n.__array_interface__["data"][0] == np.asarray(y).__array_interface__["data"][0])
 
     print("\nA 100-op elementwise chain on 8 Mi float32 elements frees as it goes")
     mx.reset_peak_memory()

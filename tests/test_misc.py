@@ -76,7 +76,7 @@ def test_eval_deep_chain():
 
 # -- export_to_dot --------------------------------------------------------------------------
 def _labels(text):
-    return re.findall(r'label ="([^"]*)"\]', text)
+    return re.findall(r'label ="([^"]*)"', text)
 
 
 def test_export_to_dot_one_label_per_primitive(tmp_path):

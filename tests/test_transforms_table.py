@@ -25,7 +25,9 @@ def _diff_positions(case, ins):
 
 
 def _wrap(x):
-    return mx.array(x) if isinstance(x, np.ndarray) else x
+    if not isinstance(x, np.ndarray):
+        return x
+    return mx.array(x, dtype=mx.float64) if x.dtype == np.float64 else mx.array(x)
 
 
 def _outputs(r):
@@ -71,7 +73,7 @@ def test_vjp_matches_finite_differences(case):
     rng = np.random.default_rng(1)
     cots = [rng.standard_normal(o.shape) for o in outs]
     f = _scalarized(case, ins, pos, cots)
-    grads = mx.grad(f, argnums=tuple(range(len(pos))))(*[mx.array(ins[p]) for p in pos])
+    grads = mx.grad(f, argnums=tuple(range(len(pos))))(*[_wrap(ins[p]) for p in pos])
     eps = EPS if dt == "float64" else 1e-2
     tol = 1e-4 if dt == "float64" else 5e-2
     for k, p in enumerate(pos):
@@ -83,10 +85,10 @@ def test_vjp_matches_finite_differences(case):
             xp, xm = x.copy().reshape(-1), x.copy().reshape(-1)
             xp[j] += eps
             xm[j] -= eps
-            args_p = [mx.array(ins[q]) for q in pos]
-            args_m = [mx.array(ins[q]) for q in pos]
-            args_p[k] = mx.array(xp.reshape(x.shape))
-            args_m[k] = mx.array(xm.reshape(x.shape))
+            args_p = [_wrap(ins[q]) for q in pos]
+            args_m = [_wrap(ins[q]) for q in pos]
+            args_p[k] = _wrap(xp.reshape(x.shape))
+            args_m[k] = _wrap(xm.reshape(x.shape))
             fd = (f(*args_p).item() - f(*args_m).item()) / (2 * eps)
             np.testing.assert_allclose(g.reshape(-1)[j], fd, rtol=tol, atol=tol,
                                        err_msg=f"{case.id} input {p} element {j}")
@@ -105,12 +107,12 @@ def test_jvp_vjp_identity(case):
             args[p] = d
         return [o for o in _outputs(case.mx_fn(*args)) if o.dtype.kind == "f"]
 
-    primals = [mx.array(ins[p]) for p in pos]
-    outs, jv = mx.jvp(f, primals, [mx.array(t) for t in tans])
+    primals = [_wrap(ins[p]) for p in pos]
+    outs, jv = mx.jvp(f, primals, [_wrap(t) for t in tans])
     if not outs:
         pytest.skip("no floating outputs")
     cots = [rng.standard_normal(o.shape).astype(np.asarray(o).dtype) for o in outs]
-    _, vj = mx.vjp(f, primals, [mx.array(c) for c in cots])
+    _, vj = mx.vjp(f, primals, [_wrap(c) for c in cots])
     lhs = sum(float(np.sum(np.asarray(j, dtype=np.float64) * c)) for j, c in zip(jv, cots))
     rhs = sum(float(np.sum(t.astype(np.float64) * np.asarray(v, dtype=np.float64)))
               for t, v in zip(tans, vj))
@@ -142,7 +144,7 @@ def test_vmap_matches_loop(case, dt, where):
         if i in batched:
             s = np.stack([samples[b][i] for b in range(batch)])
             ax = 0 if where == "first" else s.ndim - 1
-            stacked.append(mx.array(np.moveaxis(s, 0, ax)))
+            stacked.append(_wrap(np.moveaxis(s, 0, ax)))
             in_axes.append(ax)
         else:
             stacked.append(_wrap(x))

@@ -5,9 +5,9 @@ Operators and most methods are attached later by the `ops` layer (see ops/_metho
 """
 from __future__ import annotations
 
+import gc
 import math
 import numbers
-import weakref
 
 import numpy as np
 
@@ -81,19 +81,18 @@ class array:
         a._mem = 0
         a._tracer = False
         a._nc = 0
-        if inputs:
-            for x in inputs:
-                x._nc += 1
-            _register_consumer(a)
+        for x in inputs:
+            x._nc += 1
         return a
 
     def __del__(self):
-        # getattr: __init__ may have raised before the slots were set
-        mem = getattr(self, "_mem", 0)
-        if mem:
-            memory.sub(mem)
-        for x in getattr(self, "_inputs", ()):
-            x._nc -= 1
+        try:
+            if self._mem:
+                memory.Counters.active -= self._mem
+            for x in self._inputs:
+                x._nc -= 1
+        except AttributeError:  # __init__ raised before the slots were set
+            pass
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -220,9 +219,14 @@ class array:
 def _set_data(a: array, data: np.ndarray) -> None:
     """Give `a` its buffer and count the bytes if the buffer is its own."""
     a._data = data
-    if data.base is None and data.nbytes:
-        a._mem = data.nbytes
-        memory.add(data.nbytes)
+    if data.base is None:
+        n = data.nbytes
+        if n:
+            a._mem = n
+            c = memory.Counters
+            c.active += n
+            if c.active > c.peak:
+                c.peak = c.active
 
 
 # -- conversion from Python and NumPy values ------------------------------------------------
@@ -500,34 +504,25 @@ def format_array(data: np.ndarray, dt: D.Dtype) -> str:
 # -- in-place updates -------------------------------------------------------------------------
 # MLX's `a += b` and `a[i] = v` give the *object* `a` a new value, while graph nodes built from
 # `a` earlier keep reading the old one. Nodes hold array objects, so an overwrite moves the old
-# value into a fresh object and re-points the pending consumers of `a` at it. To find them, each
-# array counts the nodes holding it as an input (`_nc`), and unevaluated nodes are listed weakly.
-_LIVE: list = []
-_LIVE_LIMIT = [4096]
-
-
-def _register_consumer(a: array) -> None:
-    _LIVE.append(weakref.ref(a))
-    if len(_LIVE) > _LIVE_LIMIT[0]:
-        _LIVE[:] = [r for r in _LIVE if (o := r()) is not None and o._inputs]
-        _LIVE_LIMIT[0] = max(4096, 2 * len(_LIVE))
-
-
+# value into a fresh object and re-points the pending consumers of `a` at it. Each array counts
+# the nodes holding it as an input (`_nc`); only when that count says consumers exist does the
+# overwrite search for them (through the garbage collector's referrer lists), so the hot path of
+# building ops pays one counter increment per input and nothing more.
 def _repoint_consumers(dst: array, old: array) -> None:
-    """Make every node that holds `dst` as an input hold `old` instead."""
-    for r in reversed(_LIVE):
-        if dst._nc <= 0:
-            break
-        o = r()
-        if o is None or not any(x is dst for x in o._inputs):
+    """Make every array that holds `dst` in its inputs hold `old` instead."""
+    for tup in gc.get_referrers(dst):
+        if type(tup) is not tuple or not any(x is dst for x in tup):
             continue
-        new = tuple(old if x is dst else x for x in o._inputs)
-        k = len(o._inputs) - sum(x is not dst for x in o._inputs)
-        for s in (o._siblings or (o,)):
-            if s._inputs is o._inputs or s is o:
-                s._inputs = new
-                dst._nc -= k
-                old._nc += k
+        holders = [o for o in gc.get_referrers(tup)
+                   if type(o) is array and o._inputs is tup and o is not old]
+        if not holders:
+            continue
+        new = tuple(old if x is dst else x for x in tup)
+        k = sum(x is dst for x in tup)
+        for o in holders:
+            o._inputs = new
+            dst._nc -= k
+            old._nc += k
     dst._nc = max(dst._nc, 0)
 
 
@@ -549,10 +544,8 @@ def detached_copy(a: array) -> array:
         sibs = tuple(sibs)
         for s in sibs:
             s._siblings = sibs
-    if b._inputs:
-        for x in b._inputs:
-            x._nc += 1
-        _register_consumer(b)
+    for x in b._inputs:
+        x._nc += 1
     return b
 
 
@@ -573,10 +566,8 @@ def overwrite_descriptor(dst: array, src: array) -> None:
     dst._prim, dst._inputs, dst._idx = src._prim, src._inputs, src._idx
     dst._mem, src._mem = src._mem, 0  # one of the two objects counts the shared buffer
     dst._tracer = src._tracer
-    if dst._inputs:  # dst and src now both hold these inputs
-        for x in dst._inputs:
-            x._nc += 1
-        _register_consumer(dst)
+    for x in dst._inputs:  # dst and src now both hold these inputs
+        x._nc += 1
     if src._siblings is not None:  # keep the sibling group pointing at the object users hold
         sibs = list(src._siblings)
         sibs[src._idx] = dst

@@ -9,20 +9,22 @@ def toposort(roots):
     """
     order = []
     visited = set()
+    add = visited.add
     for r in roots:
         if r._data is not None or id(r) in visited:
             continue
         _mark(r, visited)
-        stack = [(r, 0)]
+        stack = [(r, iter(r._inputs))]
         while stack:
-            node, i = stack[-1]
-            ins = node._inputs
-            if i < len(ins):
-                stack[-1] = (node, i + 1)
-                c = ins[i]
+            node, it = stack[-1]
+            for c in it:
                 if c._data is None and id(c) not in visited:
-                    _mark(c, visited)
-                    stack.append((c, 0))
+                    if c._siblings is None:
+                        add(id(c))
+                    else:
+                        _mark(c, visited)
+                    stack.append((c, iter(c._inputs)))
+                    break
             else:
                 stack.pop()
                 order.append(node)

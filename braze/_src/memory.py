@@ -6,30 +6,37 @@ from __future__ import annotations
 
 import os
 
-_state = {"active": 0, "peak": 0, "cache": 0, "cache_limit": None, "memory_limit": None}
+_state = {"cache": 0, "cache_limit": None, "memory_limit": None}
+
+
+class Counters:
+    """Bytes held by array buffers now and at the peak (class attributes: the hot path of
+    every evaluated op updates them, so they are plain ints, not dict entries)."""
+
+    active = 0
+    peak = 0
 
 
 def add(nbytes: int) -> None:
-    s = _state
-    s["active"] += nbytes
-    if s["active"] > s["peak"]:
-        s["peak"] = s["active"]
+    Counters.active += nbytes
+    if Counters.active > Counters.peak:
+        Counters.peak = Counters.active
 
 
 def sub(nbytes: int) -> None:
-    _state["active"] -= nbytes
+    Counters.active -= nbytes
 
 
 def get_active_memory() -> int:
-    return _state["active"]
+    return Counters.active
 
 
 def get_peak_memory() -> int:
-    return _state["peak"]
+    return Counters.peak
 
 
 def reset_peak_memory() -> None:
-    _state["peak"] = _state["active"]
+    Counters.peak = Counters.active
 
 
 def get_cache_memory() -> int:

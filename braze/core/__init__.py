@@ -69,3 +69,5 @@ inf = _math.inf
 nan = _math.nan
 euler_gamma = 0.5772156649015329
 newaxis = None
+from braze._src.transforms.autodiff import grad, jvp, value_and_grad, vjp  # noqa: E402,F401
+from braze._src.transforms.vmap import vmap  # noqa: E402,F401

@@ -5,6 +5,7 @@ NumPy traceback.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -94,10 +95,44 @@ def broadcast_arrays_(arrays, op: str):
     return [broadcast_to_shape(a, shape) for a in arrays]
 
 
+_SCALARS: dict = {}
+
+
+def _scalar_operand(v, like: array, op: str) -> array:
+    """A Python scalar next to array `like`: its weakly typed constant, broadcast to like's shape.
+
+    Cached, since `x * 0.5` in a loop would otherwise convert and broadcast 0.5 every time;
+    the cached arrays are internal (never returned to users), so sharing them is safe.
+    """
+    t = type(v)
+    sign = math.copysign(1.0, v) if t is float else 0  # tells 0.0 from -0.0
+    key = (t, v, sign, like._dtype, like._shape)
+    c = _SCALARS.get(key)
+    if c is None:
+        c = array(v, _weak_dtype(v, like._dtype, op))
+        if c._dtype is like._dtype:
+            c = broadcast_to_shape(c, like._shape)
+        if len(_SCALARS) >= 1024:
+            _SCALARS.clear()
+        _SCALARS[key] = c
+    return c
+
+
 def binary_operands(a, b, op: str):
     """Convert, promote to a common dtype and broadcast to a common shape."""
-    if type(a) is array and type(b) is array and a._dtype is b._dtype and a._shape == b._shape:
-        return a, b  # fast path: the common case in arithmetic chains
+    ta, tb = type(a), type(b)
+    if ta is array:
+        if tb is array:
+            if a._dtype is b._dtype and a._shape == b._shape:
+                return a, b  # fast path: the common case in arithmetic chains
+        elif tb is float or tb is int or tb is bool:
+            b = _scalar_operand(b, a, op)
+            if b._dtype is a._dtype and b._shape == a._shape:
+                return a, b
+    elif tb is array and (ta is float or ta is int or ta is bool):
+        a = _scalar_operand(a, b, op)
+        if b._dtype is a._dtype and b._shape == a._shape:
+            return a, b
     a, b = to_arrays(a, b, op)
     dt = D.promote(a._dtype, b._dtype)
     a, b = astype(a, dt), astype(b, dt)

@@ -166,6 +166,12 @@ def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True, q
 
 
 # -- kernels that need more than one NumPy call -----------------------------------------------
+def kind(npd) -> str:
+    """NumPy's one-letter kind, except that ml_dtypes' bfloat16 (kind "V") counts as "f"."""
+    k = npd.kind
+    return "f" if k == "V" else k
+
+
 def _as_f32(x):
     """(x in a dtype SciPy/libm handle, the original dtype) for low-precision floats."""
     return (x.astype(np.float32), x.dtype) if x.dtype.itemsize < 4 else (x, None)
@@ -175,7 +181,7 @@ def in_f32(fn):
     """Run a multi-step float kernel in float32 for float16/bfloat16 inputs (one rounding at
     the end instead of one per step); other dtypes run as they are."""
     def kernel(x, *rest):
-        if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+        if x.dtype.itemsize < 4 and kind(x.dtype) == "f":
             return fn(x.astype(np.float32), *[y.astype(np.float32) for y in rest]).astype(x.dtype)
         return fn(x, *rest)
     kernel.__name__ = fn.__name__
@@ -183,7 +189,7 @@ def in_f32(fn):
 
 
 def _sign(x):
-    k = x.dtype.kind
+    k = kind(x.dtype)
     if k == "b":
         return x.copy()
     if k == "f":
@@ -340,7 +346,7 @@ class Round(Primitive):
 
     def eval_cpu(self, x):
         d = self.decimals
-        k = x.dtype.kind
+        k = kind(x.dtype)
         if k in "fc":
             if x.dtype.itemsize < 4:  # np.round leaves ml_dtypes' bfloat16 unrounded
                 return [quiet(np.round, x.astype(np.float32), d).astype(x.dtype)]

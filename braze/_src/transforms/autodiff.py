@@ -54,6 +54,11 @@ def _node_outputs(a):
     return a._siblings if a._siblings is not None else (a,)
 
 
+def _node_key(a):
+    """One key per node: a multi-output node's siblings share theirs."""
+    return id(a._siblings) if a._siblings is not None else id(a)
+
+
 def _zeros_like(a):
     from ..ops.creation import zeros_like
     return zeros_like(a)
@@ -77,7 +82,7 @@ def backward(outputs, cotangents, tracers, op="vjp"):
     done = set()
     for a in reversed(tape):
         outs = _node_outputs(a)
-        key = id(outs)
+        key = _node_key(a)
         if key in done:
             continue
         done.add(key)
@@ -99,9 +104,10 @@ def forward(outputs, tracers, tangents):
     done = set()
     for a in tape:
         outs = _node_outputs(a)
-        if id(outs) in done:
+        key = _node_key(a)
+        if key in done:
             continue
-        done.add(id(outs))
+        done.add(key)
         argnums = [i for i, x in enumerate(a._inputs) if id(x) in tans]
         if not argnums:
             continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import tree as T
 from ..array import array
-from .autodiff import _dependent_tape, _node_outputs, trace_scope
+from .autodiff import _dependent_tape, _node_key, _node_outputs, trace_scope
 
 
 def _placeholder(x: array, axis: int) -> array:
@@ -54,9 +54,10 @@ def replay(outputs, placeholders, inputs, axes):
     done = set()
     for a in tape:
         outs = _node_outputs(a)
-        if id(outs) in done:
+        key = _node_key(a)
+        if key in done:
             continue
-        done.add(id(outs))
+        done.add(key)
         ins, in_axes = [], []
         for x in a._inputs:
             v, ax = mapped.get(id(x), (x, None))
