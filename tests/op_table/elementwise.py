@@ -4,9 +4,6 @@ References are NumPy on float64 (complex128) copies of the inputs, written indep
 implementation where the semantics differ from NumPy's defaults (MLX's sign(nan) == 0, floor
 division of floats as floor(a / b), integer math in float32). Float inputs include the edge
 values 0, -0, +-inf and nan wherever the function is defined on them.
-
-float64 is left out of the table: the driver builds inputs with mx.array(ndarray), which reads
-float64 as float32 (MLX's rule). tests/test_elementwise.py covers float64 separately.
 """
 import math
 
@@ -17,7 +14,7 @@ import braze.core as mx
 
 from . import INTS, SINTS, UINTS, OpCase
 
-FLOATS = ("float16", "bfloat16", "float32")
+FLOATS = ("float16", "bfloat16", "float32", "float64")
 REAL = ("bool",) + INTS + FLOATS
 NUMERIC = INTS + FLOATS
 C = ("complex64",)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import dtypes as D
-from ..array import array, detached_copy, overwrite_descriptor
+from ..array import array, overwrite_descriptor
 from ..prims import binary as B
 from ..prims import unary as U
 from ..prims.base import bind
@@ -477,37 +477,12 @@ def _invert(a):
     return bitwise_invert(a)
 
 
-def _retarget(root, old, new):
-    """Point every unevaluated node reachable from `root` that reads `old` at `new` instead."""
-    stack, seen = [root], {id(root)}
-    while stack:
-        n = stack.pop()
-        ins = n._inputs
-        hit = False
-        for x in ins:
-            if x is old:
-                hit = True
-            elif x._data is None and id(x) not in seen:
-                seen.add(id(x))
-                stack.append(x)
-        if hit:
-            ins = tuple(new if x is old else x for x in ins)
-            for s in (n._siblings or (n,)):
-                s._inputs = ins
-
-
 def _inplace(fn):
-    """`a op= b` as MLX does it: `a` itself takes the new value, so every reference sees it.
-
-    The computation reads the old value, which moves to a fresh array object first.
-    """
+    """`a op= b` as MLX does it: the object `a` takes the new value, so every reference to it
+    sees the update, while nodes built from `a` earlier (the right-hand side included) keep
+    reading the old value (`overwrite_descriptor` re-points them)."""
     def method(self, other):
-        r = fn(self, other)
-        if r is self:
-            return self
-        old = detached_copy(self)
-        _retarget(r, self, old)
-        overwrite_descriptor(self, r)
+        overwrite_descriptor(self, fn(self, other))
         return self
     method.__name__ = f"__i{fn.__name__}__"
     return method

@@ -141,11 +141,12 @@ def _make_eval(fn, arity: int, quiet_: bool):
 
 
 def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True, quiet=True,
-                     namespace=None):
+                     namespace=None, **rules):
     """Create, register and return the singleton instance of a parameterless primitive.
 
     `quiet=False` skips the error-state guard for kernels that can never warn (comparisons,
     bitwise and logical ops). The class is also stored in `namespace` (a module's globals).
+    `rules` become methods of the class (e.g. `vjp=`, `jvp=`, `vmap=` functions of `self`).
     """
     attrs = {
         "__doc__": f"Elementwise {name}: `{codegen}`.",
@@ -158,6 +159,7 @@ def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True, q
         "differentiable": differentiable,
         "abstract_eval": _make_abstract(kind, arity),
         "eval_cpu": _make_eval(fn, arity, quiet),
+        **rules,
     }
     cls = dataclass(frozen=True)(type(name, (_Elementwise,), attrs))
     if namespace is not None:
