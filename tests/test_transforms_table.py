@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import braze.core as mx
+
 from op_table import all_cases
 
 CASES = all_cases()

@@ -3,18 +3,16 @@
 Each family module lists its public names in `__all__`; `braze.core` re-exports them all.
 Importing a family module also attaches its array methods and operators.
 """
+from ..prims.base import register_ops as _register_ops
+from . import _helpers, creation, elementwise, indexing, linalg, misc, reduction, shape, sorting
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
-from .reduction import *  # noqa: F401,F403
-from .shape import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
-from .sorting import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
-from . import creation, elementwise, reduction, shape, indexing, linalg, sorting, misc
-
-from ..prims.base import register_ops as _register_ops
-from . import _helpers
+from .reduction import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
 
 __all__ = [n for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, misc)
            for n in m.__all__]

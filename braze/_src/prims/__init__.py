@@ -2,6 +2,16 @@
 
 Importing this package imports every family module so the registry is complete.
 """
+from . import (  # noqa: F401
+    binary,
+    core,
+    creation,
+    indexing,
+    linalg,
+    reduce,
+    scan,
+    shape,
+    sort,
+    unary,
+)
 from .base import REGISTRY, Primitive, bind  # noqa: F401
-from . import core  # noqa: F401
-from . import unary, binary, reduce, scan, sort, shape, indexing, creation, linalg  # noqa: F401

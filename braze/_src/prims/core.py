@@ -25,6 +25,8 @@ class AsType(Primitive):
                 return [np.real(x).astype(self.dtype.np_dtype) if x.dtype.kind == "c"
                         else x.astype(self.dtype.np_dtype)]
         if x.dtype.kind == "c" and self.dtype.kind != "c":
+            if self.dtype.kind == "b":  # MLX: nonzero real or imaginary part is True
+                return [x != 0]
             return [np.real(x).astype(self.dtype.np_dtype)]
         return [x.astype(self.dtype.np_dtype)]
 
