@@ -35,7 +35,7 @@ CASES = [
          lambda a: np.take_along_axis(a, IDX, 1), ins((2, 3))),
     case("put_along_axis",
          lambda a, v: mx.put_along_axis(a, mx.array([[0], [2]]), v[:, :1], axis=1),
-         _put_ref, ins((2, 3), (2, 3)), dtypes=("int32", "float32", "bool", "complex64"),
+         _put_ref, ins((2, 3), (2, 3)), dtypes=("int32", "float32", "float64", "bool", "complex64"),
          ref_float64=False),
     case("slice", lambda a: mx.slice(a, mx.array([1, 2]), (0, 1), (1, 2)),
          lambda a: a[1:2, 2:4], ins((2, 4))),
@@ -44,6 +44,6 @@ CASES = [
          lambda a, u: np.concatenate([a[:, :1], u, a[:, 3:]], axis=1),
          ins((2, 4), (2, 2))),
     case("at_add", lambda a, v: a.at[mx.array([0, 0, 2])].add(v), _at_add_ref,
-         ins((3, 2), (3, 2)), dtypes=("int32", "float32", "int8", "complex64"),
+         ins((3, 2), (3, 2)), dtypes=("int32", "float32", "float64", "int8", "complex64"),
          ref_float64=False),
 ]

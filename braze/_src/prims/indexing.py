@@ -9,9 +9,49 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Primitive
+from .. import dtypes as D
+from .base import Primitive, bind, broadcast_shapes, ops
+from .core import sum_to_shape
+from .shape import _batched, _tangent, _to_front, batch_size
 
 REDUCE_TYPES = ("none", "sum", "prod", "max", "min")
+
+
+def _no_rule(prim, rule, reduce_type):
+    # MLX has no derivative for scatter_prod either ("VJP not implemented for scatter_prod").
+    return NotImplementedError(
+        f"[{prim}] {rule} is not implemented for reduce_type '{reduce_type}' (as in MLX).")
+
+
+def _example_shape(x, ax):
+    """The per-example shape of a (possibly batched) vmap input."""
+    s = tuple(x.shape)
+    return s if ax is None else s[:ax] + s[ax + 1:]
+
+
+def _batch_indices(indices, axes, n):
+    """Index arrays with per-example broadcasting preserved under a leading batch axis.
+
+    Returns (index arrays, k) where k is the rank of the per-example broadcast index shape:
+    batched arrays get their batch axis first and size-1 axes so they line up with the
+    unbatched ones (which broadcast against them from the right).
+    """
+    shapes = [_example_shape(i, ax) for i, ax in zip(indices, axes)]
+    k = len(broadcast_shapes(*shapes, op="vmap")) if shapes else 0
+    out = []
+    for i, ax, s in zip(indices, axes, shapes):
+        if ax is None:
+            out.append(i)
+        else:
+            out.append(ops.reshape(_to_front(i, ax), (n,) + (1,) * (k - len(s)) + s))
+    return out, k
+
+
+def _rows(n, k, like=None):
+    """arange(n) shaped (n, 1, ..., 1) with k ones: each example indexes its own batch row."""
+    dt = like.dtype if like is not None else None
+    r = ops.arange(n, dtype=dt) if dt is not None else ops.arange(n)
+    return ops.reshape(r, (n,) + (1,) * k)
 
 
 def _fix_index(idx, n):
@@ -54,7 +94,6 @@ class Gather(Primitive):
     slice_sizes: tuple
 
     def abstract_eval(self, x, *indices):
-        from .base import broadcast_shapes
         ishape = broadcast_shapes(*[i.shape for i in indices], op="gather") if indices else ()
         return [(tuple(ishape) + self.slice_sizes, x.dtype)]
 
@@ -76,6 +115,43 @@ class Gather(Primitive):
         index, _ = _nd_index(x.shape, idx, axes, self.slice_sizes)
         return [x[index]]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, indices = primals[0], primals[1:]
+        out = []
+        for i in argnums:
+            if i == 0:  # every gathered element sends its cotangent back (duplicates add up)
+                out.append(bind(Scatter("sum", self.axes),
+                                (ops.zeros_like(x), *indices, cotangents[0])))
+            else:
+                out.append(ops.zeros_like(primals[i]))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        indices = primals[1:]
+        if 0 not in argnums:
+            shape, dtype = self.abstract_eval(*primals)[0]
+            return [ops.zeros(shape, dtype)]
+        return [bind(self, (tangents[argnums.index(0)], *indices))]
+
+    def vmap(self, inputs, axes):
+        x, indices = inputs[0], inputs[1:]
+        ax_x, ax_i = axes[0], axes[1:]
+        n = batch_size(inputs, axes)
+        if all(ax is None for ax in ax_i):
+            # the batch axis becomes a fully-sliced axis of x: out is idx_shape + (n,) + slice
+            x = _to_front(x, ax_x)
+            prim = Gather(tuple(a + 1 for a in self.axes), (n,) + self.slice_sizes)
+            k = len(broadcast_shapes(*[i.shape for i in indices], op="vmap")) if indices else 0
+            return [bind(prim, (x, *indices))], [k]
+        idx, k = _batch_indices(indices, ax_i, n)
+        if ax_x is None:  # out is (n,) + idx_shape + slice
+            return [bind(self, (x, *idx))], [0]
+        x = _to_front(x, ax_x)
+        rows = _rows(n, k, idx[0])
+        prim = Gather((0,) + tuple(a + 1 for a in self.axes), (1,) + self.slice_sizes)
+        g = bind(prim, (x, rows, *idx))  # (n,) + idx_shape + (1,) + slice
+        return [ops.squeeze(g, 1 + k)], [0]
+
 
 @dataclass(frozen=True)
 class GatherAxis(Primitive):
@@ -89,6 +165,26 @@ class GatherAxis(Primitive):
     def eval_cpu(self, x, idx):
         idx = _fix_index(idx, x.shape[self.axis])
         return [np.take_along_axis(x, idx, axis=self.axis)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, idx = primals
+        out = []
+        for i in argnums:
+            if i == 0:
+                out.append(bind(ScatterAxis("sum", self.axis),
+                                (ops.zeros_like(x), idx, cotangents[0])))
+            else:
+                out.append(ops.zeros_like(idx))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        x, idx = primals
+        return [bind(self, (_tangent(tangents, argnums, 0, x), idx))]
+
+    def vmap(self, inputs, axes):
+        n = batch_size(inputs, axes)
+        x, idx = (_batched(a, ax, n) for a, ax in zip(inputs, axes))
+        return [bind(GatherAxis(self.axis + 1), (x, idx))], [0]
 
 
 def _apply(out, index, updates, reduce_type):
@@ -129,6 +225,83 @@ class Scatter(Primitive):
         _apply(out, index, upd, self.reduce_type)
         return [out]
 
+    def _gather(self, src, indices, updates, x):
+        """src at the scattered positions, in the updates' layout (idx_shape + slice)."""
+        k = updates.ndim - x.ndim
+        return bind(Gather(self.axes, tuple(updates.shape[k:])), (src, *indices))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, indices, updates = primals[0], primals[1:-1], primals[-1]
+        ct = cotangents[0]
+        rt = self.reduce_type
+        last = len(primals) - 1
+        if rt == "prod":
+            raise _no_rule(self.name, "vjp", rt)
+        out = []
+        for i in argnums:
+            if i == 0:
+                if rt == "none":  # overwritten positions do not reach the output
+                    out.append(bind(self, (ct, *indices, ops.zeros_like(updates))))
+                elif rt == "sum":
+                    out.append(ct)
+                else:  # max/min: where the original value survived (ties count, as in MLX)
+                    out.append(ops.where(ops.equal(outputs[0], x), ct, ops.zeros_like(ct)))
+            elif i == last:
+                g = self._gather(ct, indices, updates, x)
+                if rt in ("max", "min"):
+                    won = ops.equal(self._gather(outputs[0], indices, updates, x), updates)
+                    g = ops.where(won, g, ops.zeros_like(g))
+                out.append(sum_to_shape(g, updates.shape))
+            else:
+                out.append(ops.zeros_like(primals[i]))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        x, indices, updates = primals[0], primals[1:-1], primals[-1]
+        rt = self.reduce_type
+        last = len(primals) - 1
+        tx = _tangent(tangents, argnums, 0, x)
+        tu = _tangent(tangents, argnums, last, updates)
+        if rt in ("none", "sum"):  # linear in (x, updates)
+            return [bind(self, (tx, *indices, tu))]
+        if rt == "prod":
+            raise _no_rule(self.name, "jvp", rt)
+        # max/min: the transpose of the vjp (the surviving inputs pass their tangents)
+        result = bind(self, tuple(primals))
+        t = ops.where(ops.equal(result, x), tx, ops.zeros_like(tx))
+        if last in argnums:
+            won = ops.equal(self._gather(result, indices, updates, x), updates)
+            tu = ops.where(won, tu, ops.zeros_like(tu))
+            t = t + bind(Scatter("sum", self.axes), (ops.zeros_like(x), *indices, tu))
+        return [t]
+
+    def vmap(self, inputs, axes):
+        x, indices, updates = inputs[0], inputs[1:-1], inputs[-1]
+        ax_x, ax_i, ax_u = axes[0], axes[1:-1], axes[-1]
+        n = batch_size(inputs, axes)
+        x = _batched(x, ax_x, n)  # the output is batched whatever is
+        xs = x.shape[1:]
+        us = _example_shape(updates, ax_u)
+        ku = len(us) - len(xs)  # rank of the updates' index part
+        if all(ax is None for ax in ax_i):
+            # the batch becomes a full slice axis: updates are idx_shape + (n,) + slice
+            if ax_u is None:
+                u = ops.expand_dims(updates, ku)
+                u = ops.broadcast_to(u, us[:ku] + (n,) + us[ku:])
+            else:
+                u = ops.moveaxis(updates, ax_u, ku)
+            prim = Scatter(self.reduce_type, tuple(a + 1 for a in self.axes))
+            return [bind(prim, (x, *indices, u))], [0]
+        idx, k = _batch_indices(indices, ax_i, n)
+        ishape = broadcast_shapes(*[_example_shape(i, ax) for i, ax in zip(indices, ax_i)],
+                                  op="vmap")
+        u = _batched(updates, ax_u, n)
+        target = (n,) + tuple(ishape) + tuple(us[ku:])
+        u = ops.reshape(u, (n,) + (1,) * (len(target) - 1 - len(us)) + tuple(us))
+        u = ops.expand_dims(ops.broadcast_to(u, target), 1 + k)
+        prim = Scatter(self.reduce_type, (0,) + tuple(a + 1 for a in self.axes))
+        return [bind(prim, (x, _rows(n, k, idx[0]), *idx, u))], [0]
+
 
 @dataclass(frozen=True)
 class ScatterAxis(Primitive):
@@ -155,6 +328,53 @@ class ScatterAxis(Primitive):
         _apply(out, tuple(index), updates, self.reduce_type)
         return [out]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, idx, updates = primals
+        ct = cotangents[0]
+        rt = self.reduce_type
+        if rt == "prod":
+            raise _no_rule(self.name, "vjp", rt)
+        out = []
+        for i in argnums:
+            if i == 0:
+                if rt == "none":
+                    out.append(bind(self, (ct, idx, ops.zeros_like(updates))))
+                elif rt == "sum":
+                    out.append(ct)
+                else:
+                    out.append(ops.where(ops.equal(outputs[0], x), ct, ops.zeros_like(ct)))
+            elif i == 2:
+                g = bind(GatherAxis(self.axis), (ct, idx))
+                if rt in ("max", "min"):
+                    won = ops.equal(bind(GatherAxis(self.axis), (outputs[0], idx)), updates)
+                    g = ops.where(won, g, ops.zeros_like(g))
+                out.append(g)
+            else:
+                out.append(ops.zeros_like(idx))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        x, idx, updates = primals
+        rt = self.reduce_type
+        tx = _tangent(tangents, argnums, 0, x)
+        tu = _tangent(tangents, argnums, 2, updates)
+        if rt in ("none", "sum"):
+            return [bind(self, (tx, idx, tu))]
+        if rt == "prod":
+            raise _no_rule(self.name, "jvp", rt)
+        result = bind(self, tuple(primals))
+        t = ops.where(ops.equal(result, x), tx, ops.zeros_like(tx))
+        if 2 in argnums:
+            won = ops.equal(bind(GatherAxis(self.axis), (result, idx)), updates)
+            tu = ops.where(won, tu, ops.zeros_like(tu))
+            t = t + bind(ScatterAxis("sum", self.axis), (ops.zeros_like(x), idx, tu))
+        return [t]
+
+    def vmap(self, inputs, axes):
+        n = batch_size(inputs, axes)
+        x, idx, updates = (_batched(a, ax, n) for a, ax in zip(inputs, axes))
+        return [bind(ScatterAxis(self.reduce_type, self.axis + 1), (x, idx, updates))], [0]
+
 
 @dataclass(frozen=True)
 class MaskedScatter(Primitive):
@@ -173,3 +393,57 @@ class MaskedScatter(Primitive):
         elif n:
             out[m] = flat[:n] if flat.size >= n else np.resize(flat, n)
         return [out]
+
+    @staticmethod
+    def _slots(mask, nvalues):
+        """For each position of a mask flattened along its last axis, the index of the value it
+        takes: the running count of True positions before it, cycled as np.resize does."""
+        m = ops.astype(mask, D.int32)
+        pos = ops.cumsum(m, axis=-1) - 1
+        return ops.remainder(ops.maximum(pos, 0), max(nvalues, 1))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, mask, values = primals
+        ct = cotangents[0]
+        m = ops.broadcast_to(mask, x.shape)
+        out = []
+        for i in argnums:
+            if i == 0:
+                out.append(ops.where(m, ops.zeros_like(ct), ct))
+            elif i == 2:
+                nv = values.size
+                slots = ops.reshape(self._slots(ops.reshape(m, (-1,)), nv), (-1,))
+                contrib = ops.reshape(ops.where(m, ct, ops.zeros_like(ct)), (-1,))
+                g = bind(Scatter("sum", (0,)), (ops.zeros((nv,), values.dtype), slots,
+                                                ops.reshape(contrib, (-1, 1))))
+                out.append(ops.reshape(g, values.shape))
+            else:
+                out.append(ops.zeros_like(mask))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        x, mask, values = primals
+        return [bind(self, (_tangent(tangents, argnums, 0, x), mask,
+                            _tangent(tangents, argnums, 2, values)))]
+
+    def vmap(self, inputs, axes):
+        # each example numbers its own True positions: out = where(mask, values[slot], x)
+        x, mask, values = inputs
+        ax_x, ax_m, ax_v = axes
+        n = batch_size(inputs, axes)
+        x = _batched(x, ax_x, n)
+        xs = tuple(x.shape[1:])
+        ms = _example_shape(mask, ax_m)
+        m = _batched(mask, ax_m, n)
+        m = ops.reshape(m, (n,) + (1,) * (len(xs) - len(ms)) + ms)
+        m = ops.broadcast_to(m, x.shape)
+        vs = _example_shape(values, ax_v)
+        nv = 1
+        for d in vs:
+            nv *= d
+        if nv == 0:  # nothing to write (a mask with True positions would have failed)
+            return [x], [0]
+        v = ops.reshape(_batched(values, ax_v, n), (n, nv))
+        slots = self._slots(ops.reshape(m, (n, -1)), nv)
+        taken = ops.take_along_axis(v, slots, axis=1)
+        return [ops.where(m, ops.reshape(taken, x.shape), x)], [0]

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive
+from .base import Primitive, bind, ops
+from .core import sum_to_shape
 
 
 def _prod(shape):
@@ -20,8 +21,44 @@ def _prod(shape):
     return n
 
 
+# -- helpers shared by the transform rules ----------------------------------------------------
+def _to_front(x, ax):
+    """Move the batch axis `ax` of x to position 0."""
+    return x if ax == 0 else ops.moveaxis(x, ax, 0)
+
+
+def _batched(x, ax, n):
+    """x with its batch axis first; an unbatched x (ax None) is broadcast to a batch of n."""
+    if ax is None:
+        return ops.broadcast_to(ops.expand_dims(x, 0), (n,) + tuple(x.shape))
+    return _to_front(x, ax)
+
+
+def batch_size(inputs, axes):
+    for x, ax in zip(inputs, axes):
+        if ax is not None:
+            return x.shape[ax]
+    raise ValueError("vmap rule called without a batched input.")
+
+
+def _tangent(tangents, argnums, i, like):
+    """The tangent of input i, or zeros when that input is not being differentiated."""
+    return tangents[argnums.index(i)] if i in argnums else ops.zeros_like(like)
+
+
+class _ReshapeRules:
+    """vjp/jvp of the pure reshapes: the cotangent is reshaped back; the tangent is reshaped
+    the same way as the primal."""
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [ops.reshape(cotangents[0], primals[0].shape)]
+
+    def jvp(self, primals, tangents, argnums):
+        return [bind(self, (tangents[0],))]
+
+
 @dataclass(frozen=True)
-class Reshape(Primitive):
+class Reshape(_ReshapeRules, Primitive):
     shape: tuple
 
     def abstract_eval(self, x):
@@ -30,9 +67,13 @@ class Reshape(Primitive):
     def eval_cpu(self, x):
         return [np.reshape(x, self.shape)]
 
+    def vmap(self, inputs, axes):
+        x = _to_front(inputs[0], axes[0])
+        return [ops.reshape(x, (x.shape[0],) + tuple(self.shape))], [0]
+
 
 @dataclass(frozen=True)
-class Flatten(Primitive):
+class Flatten(_ReshapeRules, Primitive):
     """Merge axes start_axis..end_axis (both inclusive, non-negative) into one."""
 
     start_axis: int
@@ -50,9 +91,15 @@ class Flatten(Primitive):
     def eval_cpu(self, x):
         return [np.reshape(x, self.out_shape(x.shape))]
 
+    def vmap(self, inputs, axes):
+        x = _to_front(inputs[0], axes[0])
+        if x.ndim == 1:  # per-example scalars flatten to (1,)
+            return [ops.reshape(x, (x.shape[0], 1))], [0]
+        return [bind(Flatten(self.start_axis + 1, self.end_axis + 1), (x,))], [0]
+
 
 @dataclass(frozen=True)
-class Unflatten(Primitive):
+class Unflatten(_ReshapeRules, Primitive):
     """Split axis `axis` into `shape` (fully specified, no -1)."""
 
     axis: int
@@ -67,9 +114,13 @@ class Unflatten(Primitive):
     def eval_cpu(self, x):
         return [np.reshape(x, self.out_shape(x.shape))]
 
+    def vmap(self, inputs, axes):
+        x = _to_front(inputs[0], axes[0])
+        return [bind(Unflatten(self.axis + 1, self.shape), (x,))], [0]
+
 
 @dataclass(frozen=True)
-class ExpandDims(Primitive):
+class ExpandDims(_ReshapeRules, Primitive):
     axes: tuple  # non-negative positions in the output, sorted
 
     def out_shape(self, shape):
@@ -84,9 +135,13 @@ class ExpandDims(Primitive):
     def eval_cpu(self, x):
         return [np.reshape(x, self.out_shape(x.shape))]
 
+    def vmap(self, inputs, axes):
+        x = _to_front(inputs[0], axes[0])
+        return [bind(ExpandDims(tuple(a + 1 for a in self.axes)), (x,))], [0]
+
 
 @dataclass(frozen=True)
-class Squeeze(Primitive):
+class Squeeze(_ReshapeRules, Primitive):
     axes: tuple  # non-negative, sorted
 
     def out_shape(self, shape):
@@ -98,6 +153,10 @@ class Squeeze(Primitive):
     def eval_cpu(self, x):
         return [np.reshape(x, self.out_shape(x.shape))]
 
+    def vmap(self, inputs, axes):
+        x = _to_front(inputs[0], axes[0])
+        return [bind(Squeeze(tuple(a + 1 for a in self.axes)), (x,))], [0]
+
 
 @dataclass(frozen=True)
 class Transpose(Primitive):
@@ -108,6 +167,20 @@ class Transpose(Primitive):
 
     def eval_cpu(self, x):
         return [np.transpose(x, self.axes)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        inv = [0] * len(self.axes)
+        for i, a in enumerate(self.axes):
+            inv[a] = i
+        return [bind(Transpose(tuple(inv)), (cotangents[0],))]
+
+    def jvp(self, primals, tangents, argnums):
+        return [bind(self, (tangents[0],))]
+
+    def vmap(self, inputs, axes):
+        ax = axes[0]
+        perm = (ax,) + tuple(a + (a >= ax) for a in self.axes)
+        return [bind(Transpose(perm), (inputs[0],))], [0]
 
 
 def _py_slices(start, stop, strides):
@@ -137,6 +210,20 @@ class Slice(Primitive):
     def eval_cpu(self, x):
         return [x[_py_slices(self.start, self.stop, self.strides)]]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x = primals[0]
+        up = SliceUpdate(self.start, self.stop, self.strides)
+        return [bind(up, (ops.zeros_like(x), cotangents[0]))]
+
+    def jvp(self, primals, tangents, argnums):
+        return [bind(self, (tangents[0],))]
+
+    def vmap(self, inputs, axes):
+        x = _to_front(inputs[0], axes[0])
+        n = x.shape[0]
+        prim = Slice((0,) + self.start, (n,) + self.stop, (1,) + self.strides)
+        return [bind(prim, (x,))], [0]
+
 
 @dataclass(frozen=True)
 class SliceUpdate(Primitive):
@@ -153,6 +240,28 @@ class SliceUpdate(Primitive):
         out = np.array(x, copy=True)
         out[_py_slices(self.start, self.stop, self.strides)] = update
         return [out]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, update = primals
+        ct = cotangents[0]
+        out = []
+        for i in argnums:
+            if i == 0:
+                out.append(bind(self, (ct, ops.zeros_like(update))))
+            else:
+                out.append(bind(Slice(self.start, self.stop, self.strides), (ct,)))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        x, update = primals
+        return [bind(self, (_tangent(tangents, argnums, 0, x),
+                            _tangent(tangents, argnums, 1, update)))]
+
+    def vmap(self, inputs, axes):
+        n = batch_size(inputs, axes)
+        x, update = (_batched(a, ax, n) for a, ax in zip(inputs, axes))
+        prim = SliceUpdate((0,) + self.start, (n,) + self.stop, (1,) + self.strides)
+        return [bind(prim, (x, update))], [0]
 
 
 def _dynamic_starts(x_shape, starts, axes, sizes):
@@ -188,6 +297,48 @@ class DynamicSlice(Primitive):
             idx[ax] = slice(s, s + sz)
         return [x[tuple(idx)]]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, starts = primals
+        out = []
+        for i in argnums:
+            if i == 0:
+                up = DynamicSliceUpdate(self.axes)
+                out.append(bind(up, (ops.zeros_like(x), cotangents[0], starts)))
+            else:  # integer start offsets have no derivative
+                out.append(ops.zeros_like(starts))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        x, starts = primals
+        return [bind(self, (_tangent(tangents, argnums, 0, x), starts))]
+
+    def vmap(self, inputs, axes):
+        x, starts = inputs
+        ax_x, ax_s = axes
+        if ax_s is None:
+            x = _to_front(x, ax_x)
+            prim = DynamicSlice(tuple(a + 1 for a in self.axes), self.slice_size)
+            return [bind(prim, (x, starts))], [0]
+        # per-example offsets: one Gather whose index along each sliced axis is that
+        # example's start (Gather clamps windows into range exactly as DynamicSlice does)
+        from .indexing import Gather
+        starts = _to_front(starts, ax_s)  # (n, len(axes))
+        n = starts.shape[0]
+        idx = [ops.reshape(bind(Slice((0, k), (n, k + 1), (1, 1)), (starts,)), (n,))
+               for k in range(len(self.axes))]
+        if ax_x is None:
+            sizes = list(x.shape)
+            for a, sz in zip(self.axes, self.slice_size):
+                sizes[a] = sz
+            return [bind(Gather(self.axes, tuple(sizes)), (x, *idx))], [0]
+        x = _to_front(x, ax_x)
+        sizes = [1] + list(x.shape[1:])
+        for a, sz in zip(self.axes, self.slice_size):
+            sizes[a + 1] = sz
+        rows = ops.arange(n, dtype=idx[0].dtype) if idx else ops.arange(n)
+        g = bind(Gather((0,) + tuple(a + 1 for a in self.axes), tuple(sizes)), (x, rows, *idx))
+        return [ops.reshape(g, (n,) + tuple(sizes[1:]))], [0]
+
 
 @dataclass(frozen=True)
 class DynamicSliceUpdate(Primitive):
@@ -206,6 +357,50 @@ class DynamicSliceUpdate(Primitive):
         out[tuple(idx)] = update
         return [out]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, update, starts = primals
+        ct = cotangents[0]
+        out = []
+        for i in argnums:
+            if i == 0:
+                out.append(bind(self, (ct, ops.zeros_like(update), starts)))
+            elif i == 1:
+                sizes = tuple(update.shape[a] for a in self.axes)
+                g = bind(DynamicSlice(self.axes, sizes), (ct, starts))
+                out.append(sum_to_shape(g, update.shape))
+            else:
+                out.append(ops.zeros_like(starts))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        x, update, starts = primals
+        return [bind(self, (_tangent(tangents, argnums, 0, x),
+                            _tangent(tangents, argnums, 1, update), starts))]
+
+    def vmap(self, inputs, axes):
+        x, update, starts = inputs
+        ax_x, ax_u, ax_s = axes
+        n = batch_size(inputs, axes)
+        x = _batched(x, ax_x, n)
+        # the update gets the batch axis too, and its broadcast (size-1) axes are filled in
+        # where the update does not cover all of x (those are not in `axes`)
+        u = _batched(update, ax_u, n)
+        full = list(x.shape)
+        for a in self.axes:
+            full[a + 1] = u.shape[a + 1]
+        u = ops.broadcast_to(u, tuple(full))
+        if ax_s is None:
+            return [bind(DynamicSliceUpdate(tuple(a + 1 for a in self.axes)),
+                         (x, u, starts))], [0]
+        from .indexing import Scatter
+        starts = _to_front(starts, ax_s)
+        idx = [ops.reshape(bind(Slice((0, k), (n, k + 1), (1, 1)), (starts,)), (n,))
+               for k in range(len(self.axes))]
+        rows = ops.arange(n, dtype=idx[0].dtype) if idx else ops.arange(n)
+        u = ops.expand_dims(u, 1)  # (n, 1, *slice): one index per example
+        prim = Scatter("none", (0,) + tuple(a + 1 for a in self.axes))
+        return [bind(prim, (x, rows, *idx, u))], [0]
+
 
 @dataclass(frozen=True)
 class Concatenate(Primitive):
@@ -218,6 +413,28 @@ class Concatenate(Primitive):
 
     def eval_cpu(self, *xs):
         return [np.concatenate(xs, axis=self.axis)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ct = cotangents[0]
+        offsets = [0]
+        for x in primals:
+            offsets.append(offsets[-1] + x.shape[self.axis])
+        out = []
+        for i in argnums:
+            start = [0] * ct.ndim
+            stop = list(ct.shape)
+            start[self.axis], stop[self.axis] = offsets[i], offsets[i + 1]
+            out.append(bind(Slice(tuple(start), tuple(stop), (1,) * ct.ndim), (ct,)))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        ts = [_tangent(tangents, argnums, i, x) for i, x in enumerate(primals)]
+        return [bind(self, tuple(ts))]
+
+    def vmap(self, inputs, axes):
+        n = batch_size(inputs, axes)
+        xs = [_batched(x, ax, n) for x, ax in zip(inputs, axes)]
+        return [bind(Concatenate(self.axis + 1), tuple(xs))], [0]
 
 
 @dataclass(frozen=True)
@@ -244,6 +461,47 @@ class Pad(Primitive):
         out[tuple(idx)] = x
         return [out]
 
+    def _interior(self, ct, x_shape, lead=0):
+        start = [0] * ct.ndim
+        stop = list(ct.shape)
+        for ax, lo in zip(self.axes, self.low_pad):
+            start[ax + lead] = lo
+            stop[ax + lead] = lo + x_shape[ax]
+        return bind(Slice(tuple(start), tuple(stop), (1,) * ct.ndim), (ct,))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, value = primals
+        ct = cotangents[0]
+        out = []
+        for i in argnums:
+            inner = self._interior(ct, x.shape)
+            if i == 0:
+                out.append(inner)
+            else:  # every padded position reads the value
+                total = ops.sum(ct) - ops.sum(inner)
+                out.append(ops.reshape(total, value.shape))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        x, value = primals
+        return [bind(self, (_tangent(tangents, argnums, 0, x),
+                            _tangent(tangents, argnums, 1, value)))]
+
+    def vmap(self, inputs, axes):
+        x, value = inputs
+        ax_x, ax_v = axes
+        n = batch_size(inputs, axes)
+        x = _batched(x, ax_x, n)
+        prim = Pad(tuple(a + 1 for a in self.axes), self.low_pad, self.high_pad)
+        if ax_v is None:
+            return [bind(prim, (x, value))], [0]
+        # a value per example: pad with zeros, then fill the border from the batched value
+        zero = ops.zeros((), x.dtype)
+        padded = bind(prim, (x, zero))
+        inside = bind(prim, (ops.ones(x.shape, D.bool_), ops.zeros((), D.bool_)))
+        v = ops.reshape(_to_front(value, ax_v), (n,) + (1,) * (x.ndim - 1))
+        return [ops.where(inside, padded, v)], [0]
+
 
 @dataclass(frozen=True)
 class Split(Primitive):
@@ -265,6 +523,20 @@ class Split(Primitive):
     def eval_cpu(self, x):
         return list(np.split(x, list(self.indices), axis=self.axis))
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [bind(Concatenate(self.axis), tuple(cotangents))
+                if len(cotangents) > 1 else cotangents[0]]
+
+    def jvp(self, primals, tangents, argnums):
+        outs = bind(self, (tangents[0],))
+        return outs if isinstance(outs, list) else [outs]
+
+    def vmap(self, inputs, axes):
+        x = _to_front(inputs[0], axes[0])
+        outs = bind(Split(self.indices, self.axis + 1), (x,))
+        outs = outs if isinstance(outs, list) else [outs]
+        return outs, [0] * len(outs)
+
 
 @dataclass(frozen=True)
 class View(Primitive):
@@ -283,3 +555,11 @@ class View(Primitive):
         if x.ndim == 0:
             return [x.reshape(1).view(self.dtype.np_dtype).reshape(())]
         return [x.view(self.dtype.np_dtype)]
+
+    differentiable = False  # a bit reinterpretation has no derivative
+
+    def vmap(self, inputs, axes):
+        x, ax = inputs[0], axes[0]
+        if x.dtype.size != self.dtype.size and ax == x.ndim - 1:
+            x, ax = _to_front(x, ax), 0  # the last axis is the one that rescales
+        return [bind(self, (x,))], [ax]
