@@ -17,6 +17,13 @@ from . import memory
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
+class LAZY_COPY:
+    """The primitive behind `mx.array(an_array)`: supplied by prims.core (a lower layer cannot
+    import it), `make(x, dtype)` returns a Copy or AsType primitive."""
+
+    make = None
+
+
 class TraceState:
     """How many transformation traces (grad, vjp, jvp, vmap, compile) are active.
 
@@ -36,6 +43,9 @@ class array:
 
     def __init__(self, val, dtype=None):
         dt = None if dtype is None else D.to_dtype(dtype, "array")
+        if type(val) is array:
+            self._init_from_array(val, dt)
+            return
         data = to_numpy(val, dt)
         self._shape = data.shape
         self._dtype = D.from_numpy(data.dtype)
@@ -48,6 +58,22 @@ class array:
         self._nc = 0
         self._data = None
         _set_data(self, data)
+
+    def _init_from_array(self, val, dt):
+        """`mx.array(x)` of an array is a lazy copy (a graph node), as in MLX: gradients flow
+        through it and it works on transformation tracers."""
+        prim = LAZY_COPY.make(val, dt)
+        self._shape = val._shape
+        self._dtype = dt or val._dtype
+        self._data = None
+        self._prim = prim
+        self._inputs = (val,)
+        self._siblings = None
+        self._idx = 0
+        self._mem = 0
+        self._tracer = val._tracer and TraceState.depth > 0
+        self._nc = 0
+        val._nc += 1
 
     # -- construction used by the rest of the library -------------------------------------
     @staticmethod

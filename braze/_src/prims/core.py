@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as D
+from ..array import LAZY_COPY
 from .base import Primitive, bind, ops
 
 
@@ -103,3 +104,11 @@ class Copy(Primitive):
 
     def vmap(self, inputs, axes):
         return [bind(self, (inputs[0],))], [axes[0]]
+
+
+def _lazy_copy(x, dtype):
+    return COPY if dtype is None or dtype is x._dtype else AsType(dtype)
+
+
+COPY = Copy()
+LAZY_COPY.make = _lazy_copy
