@@ -424,9 +424,7 @@ def test_grad_of_vmap_through_scatter():
     check_grads(f, x, v)
 
 
-# -- MLX spellings that depend on array identity under transforms (not on these rules) ------
-@pytest.mark.xfail(reason="mx.array(tracer) is an eager, disconnected copy in braze; in MLX "
-                   "gradients flow through it", strict=False)
+# -- MLX spellings that depend on array identity under transforms ----------------------------
 def test_setitem_on_mx_array_copy_reaches_the_original():
     def f(a, v):
         a = mx.array(a)
@@ -437,8 +435,6 @@ def test_setitem_on_mx_array_copy_reaches_the_original():
     np.testing.assert_array_equal(np.asarray(g_v), [2])
 
 
-@pytest.mark.xfail(reason="assigning into a traced argument overwrites the tracer itself, so "
-                   "backward stops at it; MLX differentiates through the update", strict=False)
 def test_setitem_on_the_traced_argument():
     def f(a, v):
         a[1:2] = v

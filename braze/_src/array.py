@@ -32,6 +32,9 @@ class TraceState:
     """
 
     depth = 0
+    #: id(tracer) -> the object holding its value before the first in-place overwrite, so a
+    #: transform can still differentiate with respect to the value it passed in
+    overwritten: dict = {}
 
 
 class array:
@@ -584,6 +587,8 @@ def overwrite_descriptor(dst: array, src: array) -> None:
     if src is dst:
         return
     old = detached_copy(dst)
+    if dst._tracer and TraceState.depth:
+        TraceState.overwritten.setdefault(id(dst), old)
     if dst._nc:
         _repoint_consumers(dst, old)
     for x in dst._inputs:  # dst lets go of its former inputs; `old` holds them now

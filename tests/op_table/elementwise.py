@@ -90,13 +90,37 @@ def _real_out(dt):
     return "float32" if dt == "complex64" else dt
 
 
+def _add_case(name, mx_fn, ref, make_inputs, dtypes, edges, variant="", **kw):
+    """Append the case; `make_inputs(rng, dt, edges)` builds its inputs.
+
+    Finite differences are undefined at non-finite inputs (and one NaN makes the whole
+    scalarized sum NaN), so a differentiable case with edge values is differentiated through a
+    second "smooth" variant: the same inputs without the edges, in float32 and float64.
+    """
+    smooth = bool(edges) and kw.get("differentiable", True) and "grad_inputs" not in kw
+    if smooth:
+        kw["grad_inputs"] = ()  # the edge values: forward and vmap only
+
+    def inputs(rng, dt):
+        return make_inputs(rng, dt, edges)
+    CASES.append(OpCase(name, mx_fn, ref, inputs, dtypes, variant=variant, **kw))
+    fdts = tuple(d for d in ("float32", "float64") if d in dtypes)
+    if smooth and fdts:
+        kw.pop("grad_inputs")
+
+        def smooth_inputs(rng, dt):
+            return make_inputs(rng, dt, ())
+        CASES.append(OpCase(name, mx_fn, ref, smooth_inputs, fdts,
+                            variant=f"{variant},smooth" if variant else "smooth", **kw))
+
+
 # -- unary -----------------------------------------------------------------------------------
 def unary(name, mx_fn, np_fn, dtypes, domain="any", edges=EDGES, out=_same, float_out=False,
           variant="", **kw):
-    def inputs(rng, dt):
+    def inputs(rng, dt, edges):
         return (gen(rng, dt, domain=domain, edges=edges),)
-    CASES.append(OpCase(name, mx_fn, _ref(np_fn, float_out), inputs, dtypes, out_dtype=out,
-                        variant=variant, **kw))
+    _add_case(name, mx_fn, _ref(np_fn, float_out), inputs, dtypes, edges, out_dtype=out,
+              variant=variant, **kw)
 
 
 def math1(name, np_fn, domain="any", complex_ok=True, edges=EDGES, **kw):
@@ -161,24 +185,23 @@ math1("degrees", np.degrees, "any", complex_ok=False)
 math1("radians", np.radians, "any", complex_ok=False)
 math1("reciprocal", lambda x: 1 / x, "pos")
 # the MLX aliases are the same functions
-unary("acos", mx.acos, np.arccos, ("float32",), "unit")
-unary("atanh", mx.atanh, np.arctanh, ("float32",), "unit")
+unary("acos", mx.acos, np.arccos, ("float32", "float64"), "unit")
+unary("atanh", mx.atanh, np.arctanh, ("float32", "float64"), "unit")
+
 
 def _nan_to_num_cases():
     """nan -> 0, +-inf -> the finite extremes of the input's own dtype."""
+    def inputs(rng, dt, edges):
+        return (gen(rng, dt, domain="any", edges=edges),)
     for dt in FLOATS:
-        def inputs(rng, dt_, dt=dt):
-            return (gen(rng, dt_, domain="any", edges=EDGES),)
-
         def np_fn(x, dt=dt):
             fi = ml_dtypes.finfo(_np_dtype(dt))
             return np.nan_to_num(x, nan=0.0, posinf=float(fi.max), neginf=float(fi.min))
-        CASES.append(OpCase("nan_to_num", mx.nan_to_num, np_fn, inputs, (dt,), variant=dt,
-                            rtol=1e-6, atol=0))
-    CASES.append(OpCase(
-        "nan_to_num", lambda x: mx.nan_to_num(x, nan=1.5, posinf=7.0, neginf=-7.0),
-        lambda x: np.nan_to_num(x, nan=1.5, posinf=7.0, neginf=-7.0),
-        lambda rng, dt: (gen(rng, dt, edges=EDGES),), FLOATS, variant="values"))
+        _add_case("nan_to_num", mx.nan_to_num, np_fn, inputs, (dt,), EDGES, variant=dt,
+                  rtol=1e-6, atol=0)
+    _add_case("nan_to_num", lambda x: mx.nan_to_num(x, nan=1.5, posinf=7.0, neginf=-7.0),
+              lambda x: np.nan_to_num(x, nan=1.5, posinf=7.0, neginf=-7.0), inputs, FLOATS,
+              EDGES, variant="values")
     CASES.append(OpCase("nan_to_num", mx.nan_to_num, lambda x: x,
                         lambda rng, dt: (gen(rng, dt),), ("bool",) + INTS, variant="ints",
                         differentiable=False))
@@ -211,8 +234,12 @@ unary("imag", mx.imag, np.imag, REAL + C, out=_real_out)
 unary("conj", mx.conj, np.conj, REAL + C)
 unary("conjugate", mx.conjugate, np.conj, C)
 unary("stop_gradient", mx.stop_gradient, lambda x: x, REAL + C, differentiable=False)
+# float64 -> float32 rounds a 1e-6 finite-difference step away: differentiated through the
+# float32 -> float64 variant instead (the same AsType rule, finite differences in float32)
 unary("astype", lambda x: mx.astype(x, mx.float32), lambda x: x.astype(np.float32), REAL,
-      edges=(), variant="float32", out=lambda dt: "float32")
+      edges=(), variant="float32", out=lambda dt: "float32", grad_inputs=())
+unary("astype", lambda x: mx.astype(x, mx.float64), lambda x: x.astype(np.float64),
+      ("float16", "float32"), edges=(), variant="float64", out=lambda dt: "float64")
 unary("astype", lambda x: x.astype(mx.int32), lambda x: np.trunc(x).astype(np.int32), REAL,
       "wide", edges=(), variant="int32", out=lambda dt: "int32", differentiable=False)
 unary("astype", lambda x: x.astype(mx.bool_), lambda x: x != 0, REAL + C, variant="bool",
@@ -223,7 +250,7 @@ unary("astype", lambda x: x.astype(mx.bool_), lambda x: x != 0, REAL + C, varian
 def binary(name, mx_fn, np_fn, dtypes, da="any", db="any", edges=(), shapes=((3, 4), (4,)),
            out=_same, float_out=False, variant="", **kw):
     """Two array inputs (broadcasting (3, 4) against (4,) by default)."""
-    def inputs(rng, dt):
+    def inputs(rng, dt, edges):
         a = gen(rng, dt, shapes[0], da)
         b = gen(rng, dt, shapes[1], db)
         if edges and dt in FLOATS:  # every edge against every edge, plus against 1 and -1
@@ -234,8 +261,8 @@ def binary(name, mx_fn, np_fn, dtypes, da="any", db="any", edges=(), shapes=((3,
             a = np.concatenate([a.reshape(-1), np.repeat(e, len(e))])
             b = np.concatenate([np.broadcast_to(b, shapes[0]).reshape(-1), np.tile(e, len(e))])
         return a, b
-    CASES.append(OpCase(name, mx_fn, _ref(np_fn, float_out), inputs, dtypes, out_dtype=out,
-                        variant=variant, **kw))
+    _add_case(name, mx_fn, _ref(np_fn, float_out), inputs, dtypes, edges, out_dtype=out,
+              variant=variant, **kw)
 
 
 def _bool_sub(a, b):
@@ -285,8 +312,8 @@ binary("minimum", mx.minimum, np.minimum, REAL, edges=EDGES)
 binary("logaddexp", mx.logaddexp, np.logaddexp, REAL, edges=EDGES, out=_float_out,
        float_out=True)
 binary("arctan2", mx.arctan2, np.arctan2, REAL, edges=EDGES, out=_float_out, float_out=True)
-binary("atan2", mx.atan2, np.arctan2, ("float32",))
-binary("pow", mx.pow, np.power, ("float32",), da="pos")
+binary("atan2", mx.atan2, np.arctan2, ("float32", "float64"))
+binary("pow", mx.pow, np.power, ("float32", "float64"), da="pos")
 for _n in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     binary(_n, getattr(mx, _n), getattr(np, _n), ("bool",) + INTS, da="wide", db="wide",
            differentiable=False)
@@ -354,18 +381,18 @@ CASES.append(OpCase(
     _where_inputs, NUMERIC, variant="computed-cond", grad_inputs=(1, 2)))
 
 
-def _clip_inputs(rng, dt):
-    return (gen(rng, dt, (3, 4), "wide", edges=(math.inf, -math.inf, math.nan)),)
+def _clip_inputs(rng, dt, edges):
+    return (gen(rng, dt, (3, 4), "wide", edges=edges),)
 
 
-CASES.append(OpCase("clip", lambda a: mx.clip(a, 5, 50), _ref(lambda a: np.clip(a, 5, 50)),
-                    _clip_inputs, NUMERIC))
-CASES.append(OpCase("clip", lambda a: mx.clip(a, None, 3), _ref(lambda a: np.minimum(a, 3)),
-                    _clip_inputs, NUMERIC, variant="max-only"))
-CASES.append(OpCase("clip", lambda a: mx.clip(a, -2.5, None),
-                    _ref(lambda a: np.maximum(a, -2.5)), _clip_inputs, SINTS + FLOATS,
-                    variant="min-only",
-                    out_dtype=lambda dt: dt if dt in FLOATS else "float32"))
+_CLIP_EDGES = (math.inf, -math.inf, math.nan)
+_add_case("clip", lambda a: mx.clip(a, 5, 50), _ref(lambda a: np.clip(a, 5, 50)), _clip_inputs,
+          NUMERIC, _CLIP_EDGES)
+_add_case("clip", lambda a: mx.clip(a, None, 3), _ref(lambda a: np.minimum(a, 3)),
+          _clip_inputs, NUMERIC, _CLIP_EDGES, variant="max-only")
+_add_case("clip", lambda a: mx.clip(a, -2.5, None), _ref(lambda a: np.maximum(a, -2.5)),
+          _clip_inputs, SINTS + FLOATS, _CLIP_EDGES, variant="min-only",
+          out_dtype=lambda dt: dt if dt in FLOATS else "float32")
 
 
 def _clip_arrays_inputs(rng, dt):
@@ -374,4 +401,4 @@ def _clip_arrays_inputs(rng, dt):
 
 
 CASES.append(OpCase("clip", mx.clip, _ref(lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi)),
-                    _clip_arrays_inputs, ("int32", "float32"), variant="arrays"))
+                    _clip_arrays_inputs, ("int32", "float32", "float64"), variant="arrays"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
-from ..array import array, detached_copy, overwrite_descriptor
+from ..array import array, overwrite_descriptor
 from ..prims.base import bind
 from ..prims.core import Broadcast
 from ..prims.indexing import Gather, GatherAxis, MaskedScatter, Scatter, ScatterAxis
@@ -308,25 +308,11 @@ def _is_mask(idx) -> bool:
         isinstance(idx, np.ndarray) and idx.dtype == np.bool_)
 
 
-def _relink(new: array, old_obj: array, copy: array) -> None:
-    """Nodes of `new`'s lazy graph that read `old_obj` read `copy` instead (its old value)."""
-    seen, todo = set(), list(new._inputs)
-    while todo:
-        n = todo.pop()
-        if id(n) in seen or n._data is not None or n is copy:
-            continue
-        seen.add(id(n))
-        if any(i is old_obj for i in n._inputs):
-            n._inputs = tuple(copy if i is old_obj else i for i in n._inputs)
-        todo.extend(n._inputs)
-
-
 def _update_in_place(a: array, make, val: array) -> None:
-    old = detached_copy(a)
-    out = make(old)
-    if out is old or out is val or out._prim is None:  # must be a node of our own
+    """`a` takes the value `make(a)`; nodes built from `a` before keep its old value."""
+    out = make(a)
+    if out is a or out is val or out._prim is None:  # must be a node of our own
         out = bind(Broadcast(out._shape), (out,))
-    _relink(out, a, old)
     overwrite_descriptor(a, out)
 
 

@@ -335,10 +335,9 @@ def _rmatmul_method(self, other):
 
 def _imatmul_method(self, other):
     """`a @= b` updates every reference to `a`, as in MLX."""
-    from ..array import detached_copy, overwrite_descriptor
+    from ..array import overwrite_descriptor
 
-    old = detached_copy(self)
-    overwrite_descriptor(self, matmul(old, other))
+    overwrite_descriptor(self, matmul(self, other))
     return self
 
 

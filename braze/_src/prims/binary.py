@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive
-from .unary import in_f32, kind, make_elementwise, quiet
+from .base import Primitive, ops
+from .unary import elementwise_vmap, in_f32, kind, make_elementwise, quiet
 
 _U8 = np.dtype(np.uint8)
 
@@ -75,22 +75,71 @@ def _select(c, x, y):
     return np.where(c, x, y)
 
 
+# -- rules that are not a plain derivative -----------------------------------------------------
+def _power_db(t, a, b, out):
+    """d(a^b)/db = log(a) a^b, taken as 0 where a^b == 0 (MLX: 0 * log 0 -> 0)."""
+    return t * ops.where(ops.not_equal(out, 0), ops.log(a) * out, 0)
+
+
+def _logaddexp_da(t, a, b, out):
+    """exp(a - out), i.e. sigmoid(a - b) for reals (exact in both tails)."""
+    return t * (ops.exp(a - out) if a.dtype is D.complex64 else ops.sigmoid(a - b))
+
+
+def _select_vjp(self, primals, cotangents, argnums, outputs):
+    """The cotangent goes to x where the condition holds, to y elsewhere (as MLX, through
+    `where`, so values in the branch not taken never reach the other's gradient)."""
+    c, g = primals[0], cotangents[0]
+    z = ops.zeros_like(g)
+    return [ops.zeros_like(c) if i == 0 else ops.where(c, g, z) if i == 1 else ops.where(c, z, g)
+            for i in argnums]
+
+
+def _select_jvp(self, primals, tangents, argnums):
+    c, x = primals[0], primals[1]
+    tan = dict(zip(argnums, tangents))
+    if 1 not in tan and 2 not in tan:
+        return [ops.zeros_like(x)]
+    tx = tan.get(1)
+    ty = tan.get(2)
+    return [ops.where(c, ops.zeros_like(x) if tx is None else tx,
+                      ops.zeros_like(x) if ty is None else ty)]
+
+
+# -- the table ----------------------------------------------------------------------------------
+# `d=(da, db)`: per input, the jvp `(t, a, b, out) -> t * df/da` (see unary.linear_rules).
 _G = globals()
 _B = dict(namespace=_G, arity=2)
+_NDB = dict(namespace=_G, arity=2, differentiable=False)
 _NDQ = dict(namespace=_G, arity=2, differentiable=False, quiet=False)
 
-ADD = make_elementwise("Add", np.add, "same", "({0} + {1})", **_B)
-SUBTRACT = make_elementwise("Subtract", _subtract, "same", "({0} - {1})", **_B)
-MULTIPLY = make_elementwise("Multiply", np.multiply, "same", "({0} * {1})", **_B)
-DIVIDE = make_elementwise("Divide", np.divide, "same", "({0} / {1})", **_B)
-FLOOR_DIVIDE = make_elementwise("FloorDivide", _floor_divide, "same", "floordiv({0}, {1})", **_B)
+ADD = make_elementwise("Add", np.add, "same", "({0} + {1})",
+                       d=(lambda t, a, b, o: t, lambda t, a, b, o: t), **_B)
+SUBTRACT = make_elementwise("Subtract", _subtract, "same", "({0} - {1})",
+                            d=(lambda t, a, b, o: t, lambda t, a, b, o: -t), **_B)
+MULTIPLY = make_elementwise("Multiply", np.multiply, "same", "({0} * {1})",
+                            d=(lambda t, a, b, o: t * b, lambda t, a, b, o: t * a), **_B)
+DIVIDE = make_elementwise("Divide", np.divide, "same", "({0} / {1})",
+                          d=(lambda t, a, b, o: t / b, lambda t, a, b, o: -(t * o) / b), **_B)
+FLOOR_DIVIDE = make_elementwise("FloorDivide", _floor_divide, "same", "floordiv({0}, {1})",
+                                **_NDB)  # piecewise constant: zero gradient, as MLX
 REMAINDER = make_elementwise("Remainder", _bool_via_u8(np.remainder), "same", "rem({0}, {1})",
-                             **_B)
-POWER = make_elementwise("Power", _power, "same", "pow({0}, {1})", **_B)
-MAXIMUM = make_elementwise("Maximum", np.maximum, "same", "maximum({0}, {1})", **_B)
-MINIMUM = make_elementwise("Minimum", np.minimum, "same", "minimum({0}, {1})", **_B)
-LOG_ADD_EXP = make_elementwise("LogAddExp", _logaddexp, "same", "logaddexp({0}, {1})", **_B)
-ARCTAN2 = make_elementwise("ArcTan2", np.arctan2, "same", "atan2({0}, {1})", **_B)
+                             d=(lambda t, a, b, o: t,
+                                lambda t, a, b, o: -(t * ops.floor_divide(a, b))), **_B)
+POWER = make_elementwise("Power", _power, "same", "pow({0}, {1})",
+                         d=(lambda t, a, b, o: t * (b * ops.power(a, b - 1)), _power_db), **_B)
+MAXIMUM = make_elementwise("Maximum", np.maximum, "same", "maximum({0}, {1})",  # ties: to b
+                           d=(lambda t, a, b, o: t * (a > b), lambda t, a, b, o: t * (a <= b)),
+                           **_B)
+MINIMUM = make_elementwise("Minimum", np.minimum, "same", "minimum({0}, {1})",  # ties: to b
+                           d=(lambda t, a, b, o: t * (a < b), lambda t, a, b, o: t * (a >= b)),
+                           **_B)
+LOG_ADD_EXP = make_elementwise("LogAddExp", _logaddexp, "same", "logaddexp({0}, {1})",
+                               d=(_logaddexp_da, lambda t, a, b, o: _logaddexp_da(t, b, a, o)),
+                               **_B)
+ARCTAN2 = make_elementwise("ArcTan2", np.arctan2, "same", "atan2({0}, {1})",
+                           d=(lambda t, a, b, o: t * b / (a * a + b * b),
+                              lambda t, a, b, o: -(t * a) / (a * a + b * b)), **_B)
 BITWISE_AND = make_elementwise("BitwiseAnd", np.bitwise_and, "same", "({0} & {1})", **_NDQ)
 BITWISE_OR = make_elementwise("BitwiseOr", np.bitwise_or, "same", "({0} | {1})", **_NDQ)
 BITWISE_XOR = make_elementwise("BitwiseXor", np.bitwise_xor, "same", "({0} ^ {1})", **_NDQ)
@@ -105,7 +154,7 @@ GREATER = make_elementwise("Greater", np.greater, "bool", "({0} > {1})", **_NDQ)
 GREATER_EQUAL = make_elementwise("GreaterEqual", np.greater_equal, "bool", "({0} >= {1})",
                                  **_NDQ)
 SELECT = make_elementwise("Select", _select, "second", "({1} if {0} else {2})", namespace=_G,
-                          arity=3, quiet=False)
+                          arity=3, quiet=False, vjp=_select_vjp, jvp=_select_jvp)
 
 
 @dataclass(frozen=True)
@@ -128,6 +177,9 @@ class Equal(Primitive):
             r |= np.isnan(a) & np.isnan(b)
         return [r]
 
+    def vmap(self, inputs, axes):
+        return elementwise_vmap(self, inputs, axes)
+
 
 EQUAL, NAN_EQUAL = Equal(False), Equal(True)
 
@@ -136,11 +188,16 @@ EQUAL, NAN_EQUAL = Equal(False), Equal(True)
 class DivMod(Primitive):
     """(floor_divide(a, b), remainder(a, b)) as one node with two outputs."""
 
+    differentiable = False  # MLX gives zero gradients (floor_divide is piecewise constant)
+
     def abstract_eval(self, a, b):
         return [(a.shape, a.dtype), (a.shape, a.dtype)]
 
     def eval_cpu(self, a, b):
         return [quiet(_floor_divide, a, b), quiet(REMAINDER.fn, a, b)]
+
+    def vmap(self, inputs, axes):
+        return elementwise_vmap(self, inputs, axes)
 
 
 DIVMOD = DivMod()

@@ -2,8 +2,11 @@
 
 A row is (MLX primitive name, NumPy kernel, result-dtype kind, kernel expression[, options]).
 `make_elementwise` turns a row into a frozen-dataclass `Primitive` subclass (registered by
-name) and a singleton instance, so adding a primitive is one line. Parameterized primitives
-(`Log` base, `Round` decimals) are ordinary dataclasses below the table.
+name) and a singleton instance, so adding a primitive is one line. The derivative sits on the
+same row: `d=lambda t, x, y: t * y` (Exp) is the jvp for tangent t at input x with output y,
+and `linear_rules` builds both vjp and jvp from it; vmap is shared by the whole family.
+Parameterized primitives (`Log` base, `Round` decimals) are ordinary dataclasses below the
+table.
 
 Result-dtype kinds (the ops layer has already cast inputs to the dtype the op computes in):
   "same"  output dtype = input dtype
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive
+from .base import Primitive, bind, ops
 
 # -- quiet NumPy calls ------------------------------------------------------------------------
 # np.errstate costs ~1 us per use; setting NumPy's error-state context variable directly with a
@@ -59,6 +62,64 @@ class _Elementwise(Primitive):
     fn = None      # the NumPy kernel
     kind = "same"  # result-dtype kind
     arity = 1
+
+    def vmap(self, inputs, axes):
+        return elementwise_vmap(self, inputs, axes)
+
+
+# -- transform rules shared by the elementwise families ---------------------------------------
+def elementwise_vmap(prim, inputs, axes):
+    """vmap of an elementwise primitive (any arity, any number of outputs).
+
+    When every input is batched on the same axis the primitive applies as it is; otherwise
+    batched inputs move their axis to 0 and unbatched ones gain a leading axis broadcast to the
+    batch size (the primitives need equal shapes)."""
+    ax0 = next(ax for ax in axes if ax is not None)
+    if any(ax != ax0 for ax in axes):
+        n = next(x.shape[ax] for x, ax in zip(inputs, axes) if ax is not None)
+        xs = []
+        for x, ax in zip(inputs, axes):
+            if ax is None:
+                x = ops.broadcast_to(ops.expand_dims(x, 0), (n,) + tuple(x.shape))
+            elif ax != 0:
+                x = ops.moveaxis(x, ax, 0)
+            xs.append(x)
+        inputs, ax0 = xs, 0
+    out = bind(prim, tuple(inputs))
+    out = out if isinstance(out, list) else [out]
+    return out, [ax0] * len(out)
+
+
+def linear_rules(lin):
+    """vjp and jvp methods from `lin`: per input i, a function `(t, *inputs, out) -> t * df/dx_i`
+    (the jvp of that input, linear in the tangent t), written with public ops.
+
+    jvp sums the terms of the differentiated inputs. vjp applies the same maps to the cotangent:
+    for a holomorphic function of complex inputs MLX's cotangent is g * conj(f'(z)), which is
+    conj(lin(conj(g))). `out` is recomputed in jvp (a lazy node; unused ones are never run).
+    """
+    lin = lin if isinstance(lin, tuple) else (lin,)
+
+    def jvp(self, primals, tangents, argnums):
+        out = bind(self, tuple(primals))
+        res = None
+        for i, t in zip(argnums, tangents):
+            r = lin[i](t, *primals, out)
+            res = r if res is None else ops.add(res, r)
+        return [res]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        g, out = cotangents[0], outputs[0]
+        if g.dtype is not _C64:
+            return [lin[i](g, *primals, out) for i in argnums]
+        gc = ops.conj(g)
+        res = []
+        for i in argnums:
+            r = lin[i](gc, *primals, out)
+            res.append(g if r is gc else ops.conj(r))
+        return res
+
+    return {"jvp": jvp, "vjp": vjp}
 
 
 def _make_abstract(kind: str, arity: int):
@@ -141,12 +202,14 @@ def _make_eval(fn, arity: int, quiet_: bool):
 
 
 def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True, quiet=True,
-                     namespace=None, **rules):
+                     namespace=None, d=None, **rules):
     """Create, register and return the singleton instance of a parameterless primitive.
 
     `quiet=False` skips the error-state guard for kernels that can never warn (comparisons,
     bitwise and logical ops). The class is also stored in `namespace` (a module's globals).
-    `rules` become methods of the class (e.g. `vjp=`, `jvp=`, `vmap=` functions of `self`).
+    `d` gives the derivative as `linear_rules` reads it (one function, or a tuple of one per
+    input), from which vjp and jvp are built; `rules` become methods of the class (e.g. `vjp=`,
+    `jvp=`, `vmap=` functions of `self`) and take precedence. vmap is `elementwise_vmap`.
     """
     attrs = {
         "__doc__": f"Elementwise {name}: `{codegen}`.",
@@ -159,6 +222,7 @@ def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True, q
         "differentiable": differentiable,
         "abstract_eval": _make_abstract(kind, arity),
         "eval_cpu": _make_eval(fn, arity, quiet),
+        **(linear_rules(d) if d is not None else {}),
         **rules,
     }
     cls = dataclass(frozen=True)(type(name, (_Elementwise,), attrs))
@@ -264,42 +328,88 @@ def _view(x):
     return x.view()
 
 
+# -- rules that are not a plain derivative -----------------------------------------------------
+def _abs_vjp(self, primals, cotangents, argnums, outputs):
+    return [ops.multiply(cotangents[0], ops.sign(primals[0]))]  # complex: g * z / |z|
+
+
+def _abs_jvp(self, primals, tangents, argnums):
+    x, t = primals[0], tangents[0]
+    if x.dtype is _C64:  # d|z| = Re(conj(z) dz) / |z|
+        return [ops.real(ops.multiply(ops.conj(ops.sign(x)), t))]
+    return [ops.multiply(t, ops.sign(x))]
+
+
+def _real_vjp(self, primals, cotangents, argnums, outputs):
+    return [ops.astype(cotangents[0], _C64)]  # g + 0j
+
+
+def _imag_vjp(self, primals, cotangents, argnums, outputs):
+    return [ops.multiply(ops.astype(cotangents[0], _C64), 1j)]  # 0 + g j
+
+
+_SQRT_PI = math.sqrt(math.pi)
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
 # -- the table ----------------------------------------------------------------------------------
+# `d=lambda t, x, y: ...` is the jvp for tangent t at input x with output y (see linear_rules).
 _G = globals()
 _U = dict(namespace=_G)
 _ND = dict(namespace=_G, differentiable=False)
 _NDQ = dict(namespace=_G, differentiable=False, quiet=False)
 
-ABS = make_elementwise("Abs", np.absolute, "real", "abs({0})", **_U)
-NEGATIVE = make_elementwise("Negative", np.negative, "same", "(-{0})", **_U)
-SIGN = make_elementwise("Sign", _sign, "same", "sign({0})", **_U)
-SQUARE = make_elementwise("Square", np.square, "same", "({0} * {0})", **_U)
-SQRT = make_elementwise("Sqrt", np.sqrt, "same", "sqrt({0})", **_U)
-RSQRT = make_elementwise("Rsqrt", in_f32(_rsqrt), "same", "(1 / sqrt({0}))", **_U)
-EXP = make_elementwise("Exp", np.exp, "same", "exp({0})", **_U)
-EXPM1 = make_elementwise("Expm1", np.expm1, "same", "expm1({0})", **_U)
-LOG1P = make_elementwise("Log1p", np.log1p, "same", "log1p({0})", **_U)
-SIN = make_elementwise("Sin", np.sin, "same", "sin({0})", **_U)
-COS = make_elementwise("Cos", np.cos, "same", "cos({0})", **_U)
-TAN = make_elementwise("Tan", np.tan, "same", "tan({0})", **_U)
-ARCSIN = make_elementwise("ArcSin", np.arcsin, "same", "asin({0})", **_U)
-ARCCOS = make_elementwise("ArcCos", np.arccos, "same", "acos({0})", **_U)
-ARCTAN = make_elementwise("ArcTan", np.arctan, "same", "atan({0})", **_U)
-SINH = make_elementwise("Sinh", np.sinh, "same", "sinh({0})", **_U)
-COSH = make_elementwise("Cosh", np.cosh, "same", "cosh({0})", **_U)
-TANH = make_elementwise("Tanh", np.tanh, "same", "tanh({0})", **_U)
-ARCSINH = make_elementwise("ArcSinh", np.arcsinh, "same", "asinh({0})", **_U)
-ARCCOSH = make_elementwise("ArcCosh", np.arccosh, "same", "acosh({0})", **_U)
-ARCTANH = make_elementwise("ArcTanh", np.arctanh, "same", "atanh({0})", **_U)
-ERF = make_elementwise("Erf", _erf, "same", "erf({0})", **_U)
-ERFINV = make_elementwise("ErfInv", _erfinv, "same", "erfinv({0})", **_U)
-SIGMOID = make_elementwise("Sigmoid", in_f32(_sigmoid), "same", "sigmoid({0})", **_U)
-FLOOR = make_elementwise("Floor", np.floor, "same", "floor({0})", **_U)
-CEIL = make_elementwise("Ceil", np.ceil, "same", "ceil({0})", **_U)
-TRUNC = make_elementwise("Trunc", np.trunc, "same", "trunc({0})", **_U)
-CONJUGATE = make_elementwise("Conjugate", np.conjugate, "same", "conj({0})", **_U)
-REAL = make_elementwise("Real", np.real, "real", "real({0})", **_U)
-IMAG = make_elementwise("Imag", np.imag, "real", "imag({0})", **_U)
+ABS = make_elementwise("Abs", np.absolute, "real", "abs({0})", vjp=_abs_vjp, jvp=_abs_jvp, **_U)
+NEGATIVE = make_elementwise("Negative", np.negative, "same", "(-{0})", d=lambda t, x, y: -t, **_U)
+SIGN = make_elementwise("Sign", _sign, "same", "sign({0})", **_ND)  # zero derivative, as MLX
+SQUARE = make_elementwise("Square", np.square, "same", "({0} * {0})",
+                          d=lambda t, x, y: t * (2 * x), **_U)
+SQRT = make_elementwise("Sqrt", np.sqrt, "same", "sqrt({0})", d=lambda t, x, y: t / (2 * y),
+                        **_U)
+RSQRT = make_elementwise("Rsqrt", in_f32(_rsqrt), "same", "(1 / sqrt({0}))",
+                         d=lambda t, x, y: t * (-0.5 * y / x), **_U)
+EXP = make_elementwise("Exp", np.exp, "same", "exp({0})", d=lambda t, x, y: t * y, **_U)
+EXPM1 = make_elementwise("Expm1", np.expm1, "same", "expm1({0})",
+                         d=lambda t, x, y: t * (y + 1), **_U)
+LOG1P = make_elementwise("Log1p", np.log1p, "same", "log1p({0})",
+                         d=lambda t, x, y: t / (x + 1), **_U)
+SIN = make_elementwise("Sin", np.sin, "same", "sin({0})", d=lambda t, x, y: t * ops.cos(x), **_U)
+COS = make_elementwise("Cos", np.cos, "same", "cos({0})", d=lambda t, x, y: -(t * ops.sin(x)),
+                       **_U)
+TAN = make_elementwise("Tan", np.tan, "same", "tan({0})", d=lambda t, x, y: t * (1 + y * y),
+                       **_U)
+ARCSIN = make_elementwise("ArcSin", np.arcsin, "same", "asin({0})",
+                          d=lambda t, x, y: t * ops.rsqrt(1 - x * x), **_U)
+ARCCOS = make_elementwise("ArcCos", np.arccos, "same", "acos({0})",
+                          d=lambda t, x, y: -(t * ops.rsqrt(1 - x * x)), **_U)
+ARCTAN = make_elementwise("ArcTan", np.arctan, "same", "atan({0})",
+                          d=lambda t, x, y: t / (1 + x * x), **_U)
+SINH = make_elementwise("Sinh", np.sinh, "same", "sinh({0})", d=lambda t, x, y: t * ops.cosh(x),
+                        **_U)
+COSH = make_elementwise("Cosh", np.cosh, "same", "cosh({0})", d=lambda t, x, y: t * ops.sinh(x),
+                        **_U)
+TANH = make_elementwise("Tanh", np.tanh, "same", "tanh({0})", d=lambda t, x, y: t * (1 - y * y),
+                        **_U)
+ARCSINH = make_elementwise("ArcSinh", np.arcsinh, "same", "asinh({0})",
+                           d=lambda t, x, y: t * ops.rsqrt(x * x + 1), **_U)
+ARCCOSH = make_elementwise("ArcCosh", np.arccosh, "same", "acosh({0})",
+                           d=lambda t, x, y: t * ops.rsqrt(x * x - 1), **_U)
+ARCTANH = make_elementwise("ArcTanh", np.arctanh, "same", "atanh({0})",
+                           d=lambda t, x, y: t / (1 - x * x), **_U)
+ERF = make_elementwise("Erf", _erf, "same", "erf({0})",
+                       d=lambda t, x, y: t * ((2 / _SQRT_PI) * ops.exp(-(x * x))), **_U)
+ERFINV = make_elementwise("ErfInv", _erfinv, "same", "erfinv({0})",
+                          d=lambda t, x, y: t * ((_SQRT_PI / 2) * ops.exp(y * y)), **_U)
+SIGMOID = make_elementwise("Sigmoid", in_f32(_sigmoid), "same", "sigmoid({0})",
+                           d=lambda t, x, y: t * (y * (1 - y)), **_U)
+FLOOR = make_elementwise("Floor", np.floor, "same", "floor({0})", **_ND)
+CEIL = make_elementwise("Ceil", np.ceil, "same", "ceil({0})", **_ND)
+TRUNC = make_elementwise("Trunc", np.trunc, "same", "trunc({0})", **_ND)
+CONJUGATE = make_elementwise("Conjugate", np.conjugate, "same", "conj({0})",
+                             d=lambda t, x, y: ops.conj(t), **_U)
+REAL = make_elementwise("Real", np.real, "real", "real({0})", vjp=_real_vjp,
+                        jvp=lambda self, p, t, a: [ops.real(t[0])], **_U)
+IMAG = make_elementwise("Imag", np.imag, "real", "imag({0})", vjp=_imag_vjp,
+                        jvp=lambda self, p, t, a: [ops.imag(t[0])], **_U)
 STOP_GRADIENT = make_elementwise("StopGradient", _view, "same", "{0}", **_ND)
 LOGICAL_NOT = make_elementwise("LogicalNot", np.logical_not, "bool", "(not {0})", **_NDQ)
 BITWISE_INVERT = make_elementwise("BitwiseInvert", np.invert, "same", "(~{0})", **_NDQ)
@@ -329,7 +439,19 @@ class Log(Primitive):
     def eval_cpu(self, x):
         return [quiet(_LOG_FN[self.base], x)]
 
+    def jvp(self, primals, tangents, argnums):
+        return _LOG_RULES[self.base]["jvp"](self, primals, tangents, argnums)
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return _LOG_RULES[self.base]["vjp"](self, primals, cotangents, argnums, outputs)
+
+    def vmap(self, inputs, axes):
+        return elementwise_vmap(self, inputs, axes)
+
+
+_LOG_RULES = {"e": linear_rules(lambda t, x, y: t / x),
+              "2": linear_rules(lambda t, x, y: t / (x * _LN2)),
+              "10": linear_rules(lambda t, x, y: t / (x * _LN10))}
 LOG, LOG2, LOG10 = Log("e"), Log("2"), Log("10")
 
 
@@ -338,6 +460,7 @@ class Round(Primitive):
     """Round half to even at `decimals` decimal places (negative: tens, hundreds...)."""
 
     decimals: int = 0
+    differentiable = False  # zero derivative, as MLX
 
     @property
     def codegen(self):
@@ -357,6 +480,9 @@ class Round(Primitive):
             return [x.copy()]
         s = 10.0 ** (-d)  # integers at negative decimals: half to even on x / 10**-d
         return [(np.rint(x.astype(np.float64) / s) * s).astype(x.dtype)]
+
+    def vmap(self, inputs, axes):
+        return elementwise_vmap(self, inputs, axes)
 
 
 ROUND = Round(0)

@@ -3,6 +3,16 @@
 As in MLX: the primals are copied into tracers, the function runs (cheap: arrays are lazy) and
 builds a graph, then the graph is walked backwards (vjp) or forwards (jvp) asking each primitive
 for its rule. Rules emit ordinary ops, so transforms nest and their results can be compiled.
+
+Rule protocol (see prims/base.py): `vjp(primals, cotangents, argnums, outputs)` returns one
+cotangent per entry of `argnums` (None means "no contribution", i.e. zero);
+`jvp(primals, tangents, argnums)` returns one tangent per output.
+
+The walk only descends into arrays flagged `_tracer` (everything computed from a tracer while a
+trace is active is flagged), so a large constant graph behind the function's inputs costs
+nothing. A primitive may narrow the walk with `walked_inputs(kind) -> n` (kind is "vjp",
+"jvp" or "vmap"): only its first n inputs are then seen by that transform (CustomTransforms
+uses it to hide the forward graph its custom rule replaces).
 """
 from __future__ import annotations
 
@@ -10,11 +20,15 @@ import contextlib
 
 from .. import tree as T
 from ..array import TraceState, array
-from ..graph import all_nodes
 from ..prims.base import bind
 from ..prims.core import Copy
 
 _COPY = Copy()
+
+
+class TransformTypeError(TypeError, ValueError):
+    """A transform argument of the wrong type: MLX raises TypeError, braze's contract says
+    ValueError; this is both."""
 
 
 @contextlib.contextmanager
@@ -25,6 +39,16 @@ def trace_scope():
         yield
     finally:
         TraceState.depth -= 1
+        if not TraceState.depth:
+            TraceState.overwritten.clear()
+
+
+def original_values(tracers):
+    """The tracers' values as passed in: a function that overwrote an argument in place
+    (`a[1:2] = v`, `a += 1`) moved that value to another object, which is what we differentiate
+    with respect to."""
+    moved = TraceState.overwritten
+    return [moved.get(id(t), t) for t in tracers] if moved else tracers
 
 
 def make_tracers(arrays):
@@ -36,16 +60,47 @@ def make_tracers(arrays):
     return out
 
 
-def _dependent_tape(outputs, tracers):
-    """Arrays reachable from outputs that depend on a tracer, inputs first; and that id set."""
-    order = all_nodes(outputs)
+def walked_inputs(a, kind):
+    """The inputs of node `a` that transform `kind` looks through."""
+    f = getattr(a._prim, "walked_inputs", None)
+    return a._inputs if f is None else a._inputs[: f(kind)]
+
+
+def _dependent_tape(outputs, tracers, kind):
+    """The nodes between `tracers` and `outputs` that depend on a tracer, inputs first, one
+    entry per node (a multi-output node is listed once, at its first sibling: that position is
+    after all its inputs and before every consumer of any sibling); and the dependent id set.
+
+    Iterative DFS over tracer-flagged arrays only, stopping at the tracers themselves.
+    """
     dep = {id(t) for t in tracers}
-    tape = []
-    for a in order:
-        if id(a) in dep:
+    visited = set(dep)
+    order = []
+    for r in outputs:
+        if id(r) in visited or not r._tracer:
             continue
-        if a._prim is not None and any(id(x) in dep for x in a._inputs):
-            dep.add(id(a))
+        visited.add(id(r))
+        stack = [(r, walked_inputs(r, kind), 0)]
+        while stack:
+            node, ins, i = stack[-1]
+            if i < len(ins):
+                stack[-1] = (node, ins, i + 1)
+                c = ins[i]
+                if id(c) not in visited and c._tracer:
+                    visited.add(id(c))
+                    stack.append((c, walked_inputs(c, kind), 0))
+            else:
+                stack.pop()
+                order.append((node, ins))
+    tape, seen = [], set()
+    for a, ins in order:
+        if a._prim is None or not any(id(x) in dep for x in ins):
+            continue
+        for o in _node_outputs(a):
+            dep.add(id(o))
+        key = _node_key(a)
+        if key not in seen:
+            seen.add(key)
             tape.append(a)
     return tape, dep
 
@@ -64,61 +119,64 @@ def _zeros_like(a):
     return zeros_like(a)
 
 
-def _accumulate(cots, x, v, op):
-    if v.shape != x.shape:
-        raise ValueError(f"[{op}] A vjp rule returned shape {v.shape} for an input of shape "
-                         f"{x.shape}.")
+def _accumulate(cots, x, v, op, prim):
+    if tuple(v.shape) != tuple(x.shape):
+        raise ValueError(f"[{op}] The vjp rule of {prim} returned a cotangent of shape "
+                         f"{tuple(v.shape)} for an input of shape {tuple(x.shape)}.")
     prev = cots.get(id(x))
     cots[id(x)] = v if prev is None else prev + v
 
 
 def backward(outputs, cotangents, tracers, op="vjp"):
-    """Cotangents of `tracers` given cotangents of `outputs` (None entries contribute nothing)."""
-    tape, dep = _dependent_tape(outputs, tracers)
+    """Cotangents of `tracers` given cotangents of `outputs` (None entries contribute nothing).
+
+    Returns one entry per tracer, None where no cotangent reached it.
+    """
+    tape, dep = _dependent_tape(outputs, tracers, "vjp")
     cots = {}
     for o, c in zip(outputs, cotangents):
         if c is not None:
-            _accumulate(cots, o, c, op)
-    done = set()
+            _accumulate(cots, o, c, op, "the function")
     for a in reversed(tape):
         outs = _node_outputs(a)
-        key = _node_key(a)
-        if key in done:
-            continue
-        done.add(key)
         cts = [cots.pop(id(o), None) for o in outs]
-        if all(c is None for c in cts) or not a._prim.differentiable:
+        prim = a._prim
+        if not prim.differentiable or all(c is None for c in cts):
             continue
         cts = [c if c is not None else _zeros_like(o) for c, o in zip(cts, outs)]
-        argnums = [i for i, x in enumerate(a._inputs) if id(x) in dep]
-        vjps = a._prim.vjp(list(a._inputs), cts, argnums, list(outs))
+        ins = walked_inputs(a, "vjp")
+        argnums = [i for i, x in enumerate(ins) if id(x) in dep]
+        vjps = prim.vjp(list(a._inputs), cts, argnums, list(outs))
+        if len(vjps) != len(argnums):
+            raise ValueError(f"[{op}] The vjp rule of {prim.name} returned {len(vjps)} "
+                             f"cotangents for {len(argnums)} inputs.")
         for i, v in zip(argnums, vjps):
-            _accumulate(cots, a._inputs[i], v, op)
+            if v is not None:
+                _accumulate(cots, ins[i], v, op, prim.name)
     return [cots.get(id(t)) for t in tracers]
 
 
-def forward(outputs, tracers, tangents):
-    """Tangents of `outputs` given tangents of `tracers`."""
-    tape, _ = _dependent_tape(outputs, tracers)
+def forward(outputs, tracers, tangents, op="jvp"):
+    """Tangents of `outputs` given tangents of `tracers` (zeros where independent)."""
+    tape, _ = _dependent_tape(outputs, tracers, "jvp")
     tans = {id(t): v for t, v in zip(tracers, tangents)}
-    done = set()
     for a in tape:
         outs = _node_outputs(a)
-        key = _node_key(a)
-        if key in done:
-            continue
-        done.add(key)
-        argnums = [i for i, x in enumerate(a._inputs) if id(x) in tans]
+        ins = walked_inputs(a, "jvp")
+        argnums = [i for i, x in enumerate(ins) if id(x) in tans]
         if not argnums:
             continue
-        if not a._prim.differentiable:
-            res = [_zeros_like(o) for o in outs]
-        else:
-            res = a._prim.jvp(list(a._inputs), [tans[id(a._inputs[i])] for i in argnums],
-                              argnums)
+        prim = a._prim
+        if not prim.differentiable:
+            continue  # zero tangents: left absent, filled in only where an output needs one
+        res = prim.jvp(list(a._inputs), [tans[id(ins[i])] for i in argnums], argnums)
+        if len(res) != len(outs):
+            raise ValueError(f"[{op}] The jvp rule of {prim.name} returned {len(res)} "
+                             f"tangents for {len(outs)} outputs.")
         for o, t in zip(outs, res):
-            tans[id(o)] = t
-    return [tans.get(id(o)) if id(o) in tans else _zeros_like(o) for o in outputs]
+            if t is not None:
+                tans[id(o)] = t
+    return [tans[id(o)] if id(o) in tans else _zeros_like(o) for o in outputs]
 
 
 # -- public API -------------------------------------------------------------------------------
@@ -135,92 +193,156 @@ def _flat_outputs(out, op):
     return leaves, treedef
 
 
-def _check_cotangent_shapes(outs, cots, op, what="cotangent"):
-    if len(outs) != len(cots):
-        raise ValueError(f"[{op}] The function has {len(outs)} outputs but {len(cots)} "
-                         f"{what}s were given.")
-    for o, c in zip(outs, cots):
-        if tuple(o.shape) != tuple(c.shape):
-            raise ValueError(f"[{op}] Output shape {o.shape} does not match {what} shape "
-                             f"{c.shape}.")
+def _check_callable(fun, op):
+    if not callable(fun):
+        raise TransformTypeError(f"[{op}] Expected a callable, got {type(fun).__name__}.")
+
+
+def _as_list(xs, what, op):
+    if not isinstance(xs, (list, tuple)):
+        raise TransformTypeError(f"[{op}] {what} must be a list of arrays, got "
+                                 f"{type(xs).__name__}.")
+    return list(xs)
 
 
 def vjp(fun, primals, cotangents):
-    """MLX's `mx.vjp(fun, primals, cotangents) -> (outputs, vjps)`; primals are a list."""
-    if not callable(fun):
-        raise TypeError(f"[vjp] Expected a callable, got {type(fun).__name__}.")
-    primals, cotangents = list(primals), list(cotangents)
+    """MLX's `mx.vjp(fun, primals, cotangents) -> (outputs, vjps)`.
+
+    `primals` is a list (or tuple) of the function's positional arguments; braze also allows
+    trees of arrays there, and the vjps come back in the same structure. `cotangents` has one
+    array per output leaf (outputs may be an array or a tree of arrays); the outputs are
+    returned as a flat list, as in MLX.
+    """
+    _check_callable(fun, "vjp")
+    primals = _as_list(primals, "primals", "vjp")
+    cotangents = _as_list(cotangents, "cotangents", "vjp")
     flat_p, p_def = T.flatten(primals)
     _check_arrays(flat_p, "Primals", "vjp")
-    _check_arrays(T.flatten(cotangents)[0], "Cotangents", "vjp")
+    cots = T.flatten(cotangents)[0]
+    _check_arrays(cots, "Cotangents", "vjp")
     with trace_scope():
         tracers = make_tracers(flat_p)
         out = fun(*T.unflatten(p_def, tracers))
-        outs, o_def = _flat_outputs(out, "vjp")
-        cots = T.flatten(cotangents)[0]
-        _check_cotangent_shapes(outs, cots, "vjp")
-        grads = backward(outs, cots, tracers, "vjp")
-    grads = [g if g is not None else _zeros_like(p) for g, p in zip(grads, flat_p)]
+        outs, _ = _flat_outputs(out, "vjp")
+        if len(outs) != len(cots):
+            raise ValueError(f"[vjp] Number of outputs to compute gradients for ({len(outs)}) "
+                             f"does not match number of cotangents ({len(cots)}).")
+        for o, c in zip(outs, cots):
+            if tuple(o.shape) != tuple(c.shape):
+                raise ValueError(f"[vjp] Output shape {tuple(o.shape)} does not match "
+                                 f"cotangent shape {tuple(c.shape)}.")
+        grads = backward(outs, cots, original_values(tracers), "vjp")
+        grads = [g if g is not None else _zeros_like(p) for g, p in zip(grads, flat_p)]
     return outs, T.unflatten(p_def, grads)
 
 
 def jvp(fun, primals, tangents):
-    """MLX's `mx.jvp(fun, primals, tangents) -> (outputs, jvps)`."""
-    if not callable(fun):
-        raise TypeError(f"[jvp] Expected a callable, got {type(fun).__name__}.")
-    flat_p, p_def = T.flatten(list(primals))
-    flat_t, _ = T.flatten(list(tangents))
+    """MLX's `mx.jvp(fun, primals, tangents) -> (outputs, jvps)`, both flat lists."""
+    _check_callable(fun, "jvp")
+    primals = _as_list(primals, "primals", "jvp")
+    tangents = _as_list(tangents, "tangents", "jvp")
+    flat_p, p_def = T.flatten(primals)
+    flat_t, _ = T.flatten(tangents)
     _check_arrays(flat_p, "Primals", "jvp")
     _check_arrays(flat_t, "Tangents", "jvp")
     if len(flat_p) != len(flat_t):
-        raise ValueError(f"[jvp] Got {len(flat_p)} primals but {len(flat_t)} tangents.")
+        raise ValueError(f"[jvp] Number of primals ({len(flat_p)}) does not match number of "
+                         f"tangents ({len(flat_t)}).")
     for p, t in zip(flat_p, flat_t):
         if tuple(p.shape) != tuple(t.shape):
-            raise ValueError(f"[jvp] Primal shape {p.shape} does not match tangent shape "
-                             f"{t.shape}.")
+            raise ValueError(f"[jvp] Primal shape {tuple(p.shape)} does not match tangent "
+                             f"shape {tuple(t.shape)}.")
     with trace_scope():
         tracers = make_tracers(flat_p)
         out = fun(*T.unflatten(p_def, tracers))
         outs, _ = _flat_outputs(out, "jvp")
-        tans = forward(outs, tracers, flat_t)
+        tans = forward(outs, original_values(tracers), flat_t, "jvp")
     return outs, tans
 
 
 def _normalize_argnums(argnums, argnames, op):
     if isinstance(argnames, str):
         argnames = (argnames,)
+    elif not isinstance(argnames, (list, tuple)) or not all(isinstance(n, str)
+                                                           for n in argnames):
+        raise TransformTypeError(f"[{op}] argnames must be a string or a sequence of "
+                                 f"strings, got {argnames!r}.")
     argnames = tuple(argnames)
     if argnums is None:
         argnums = () if argnames else (0,)
-        single = not argnames
     elif isinstance(argnums, int) and not isinstance(argnums, bool):
-        argnums, single = (argnums,), True
-    elif isinstance(argnums, (tuple, list)):
-        argnums, single = tuple(argnums), False
+        argnums = (argnums,)
+    elif isinstance(argnums, (tuple, list)) and all(
+            isinstance(i, int) and not isinstance(i, bool) for i in argnums):
+        argnums = tuple(argnums)
     else:
-        raise ValueError(f"[{op}] argnums must be an int or a tuple of ints, got {argnums!r}.")
+        raise TransformTypeError(f"[{op}] argnums must be an int or a sequence of ints, got "
+                                 f"{argnums!r}.")
     for i in argnums:
-        if not isinstance(i, int) or i < 0:
-            raise ValueError(f"[{op}] argnums must be non-negative ints, got {argnums!r}.")
-    if len(set(argnums)) != len(argnums):
-        raise ValueError(f"[{op}] Duplicate argnums {argnums}.")
-    return argnums, argnames, single
+        if i < 0:
+            raise ValueError(f"[{op}] Can't compute the gradient of negative argument "
+                             f"index {i}.")
+    seen = set()
+    for i in argnums:
+        if i in seen:
+            raise ValueError(f"[{op}] Duplicate argument index {i} is not allowed.")
+        seen.add(i)
+    if len(set(argnames)) != len(argnames):
+        raise ValueError(f"[{op}] Duplicate argnames {argnames} are not allowed.")
+    if not argnums and not argnames:
+        raise ValueError(f"[{op}] Gradient wrt no argument requested.")
+    return argnums, argnames
 
 
 def value_and_grad(fun, argnums=None, argnames=()):
-    """MLX's `mx.value_and_grad`: returns a function computing (value, grads)."""
+    """MLX's `mx.value_and_grad`: a function returning `(value, grads)`.
+
+    The function may return a scalar array, or a tuple whose first element is the scalar loss
+    (the rest is auxiliary output); `value` is the function's full return value.
+    """
     return _make_grad(fun, argnums, argnames, "value_and_grad", with_value=True)
 
 
 def grad(fun, argnums=None, argnames=()):
-    """MLX's `mx.grad`: returns a function computing the gradient of a scalar function."""
+    """MLX's `mx.grad`: a function returning the gradient of a scalar-valued function.
+
+    Gradients come back in the structure of the differentiated arguments: one (tree) for a
+    single argnum, a tuple for several; with `argnames`, `(positional_or_None, {name: grad})`.
+    """
     return _make_grad(fun, argnums, argnames, "grad", with_value=False)
 
 
+def _loss_of(out, op, with_value):
+    if with_value:
+        if isinstance(out, array):
+            loss = out
+        elif type(out) is tuple and out and isinstance(out[0], array):
+            loss = out[0]
+        else:
+            what = (f"a tuple whose first element is {type(out[0]).__name__}"
+                    if type(out) is tuple and out else type(out).__name__)
+            raise ValueError(
+                f"[{op}] The return value of the function whose gradient we want to compute "
+                f"should be either a scalar array or a tuple with the first value being a "
+                f"scalar array; but {what} was returned.")
+    else:
+        if not isinstance(out, array):
+            raise ValueError(
+                f"[{op}] The return value of the function whose gradient we want to compute "
+                f"should be a scalar array; but {type(out).__name__} was returned.")
+        loss = out
+    if loss.ndim != 0:
+        raise ValueError(
+            f"[{op}] The return value of the function whose gradient we want to compute "
+            f"should be a scalar array; but an array of shape {tuple(loss.shape)} was "
+            f"returned.")
+    return loss
+
+
 def _make_grad(fun, argnums, argnames, op, with_value):
-    if not callable(fun):
-        raise TypeError(f"[{op}] Expected a callable, got {type(fun).__name__}.")
-    argnums, argnames, single = _normalize_argnums(argnums, argnames, op)
+    _check_callable(fun, op)
+    argnums, argnames = _normalize_argnums(argnums, argnames, op)
+    single = len(argnums) == 1
 
     def wrapper(*args, **kwargs):
         for i in argnums:
@@ -246,25 +368,14 @@ def _make_grad(fun, argnums, argnames, op, with_value):
             for k, n in enumerate(argnames):
                 kwargs2[n] = d[len(argnums) + k]
             out = fun(*args2, **kwargs2)
-            loss = out[0] if isinstance(out, (tuple, list)) and out else out
-            if not isinstance(loss, array):
-                raise ValueError(
-                    f"[{op}] The return value of the function whose gradient we want to compute "
-                    f"should be a scalar array; but {type(loss).__name__} was returned.")
-            if loss.size != 1:
-                raise ValueError(
-                    f"[{op}] The return value of the function whose gradient we want to compute "
-                    f"should be a scalar array; but an array of shape {loss.shape} was "
-                    f"returned.")
+            loss = _loss_of(out, op, with_value)
             from ..ops.creation import ones_like
-            grads = backward([loss], [ones_like(loss)], tracers, op)
-        grads = [g if g is not None else _zeros_like(p) for g, p in zip(grads, flat)]
+            grads = backward([loss], [ones_like(loss)], original_values(tracers), op)
+            grads = [g if g is not None else _zeros_like(p) for g, p in zip(grads, flat)]
         g = T.unflatten(d_def, grads)
         pos, kw = g[: len(argnums)], dict(zip(argnames, g[len(argnums):]))
-        if argnames:
-            result = (pos[0] if single and pos else (tuple(pos) if pos else None), kw)
-        else:
-            result = pos[0] if single else tuple(pos)
+        pos = (pos[0] if single else tuple(pos)) if pos else None
+        result = (pos, kw) if argnames else pos
         return (out, result) if with_value else result
 
     _copy_metadata(wrapper, fun)
@@ -277,3 +388,7 @@ def _copy_metadata(wrapper, fun):
             setattr(wrapper, attr, getattr(fun, attr))
         except (AttributeError, TypeError):
             pass
+    try:
+        wrapper.__wrapped__ = fun
+    except (AttributeError, TypeError):
+        pass

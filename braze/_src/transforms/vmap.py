@@ -3,12 +3,22 @@ primitive's `vmap` rule.
 
 A rule has the signature `vmap(inputs, axes) -> (outputs, out_axes)`, where an axis is the
 position of the batch dimension in that array, or None when the array is not batched.
+
+`in_axes` and `out_axes` are prefix trees: an int or None covers a whole subtree; a list or
+tuple matches a list or tuple of the same length (either kind for either); a dict matches a
+dict with the same keys. At the top level `in_axes` is matched against the tuple of positional
+arguments. Non-array leaves are allowed where their axis is None (they are passed through).
 """
 from __future__ import annotations
 
 from .. import tree as T
 from ..array import array
-from .autodiff import _dependent_tape, _node_key, _node_outputs, trace_scope
+from ..ops._helpers import AxisError
+from ..prims.base import bind
+from .autodiff import TransformTypeError, _dependent_tape, _node_outputs, trace_scope, walked_inputs
+
+# An axis out of range: MLX raises IndexError, braze's contract says ValueError; it is both.
+VmapAxisError = AxisError
 
 
 def _placeholder(x: array, axis: int) -> array:
@@ -19,75 +29,112 @@ def _placeholder(x: array, axis: int) -> array:
     return p
 
 
-def _prefix_leaves(prefix, tree, op, what):
-    """For each leaf of `tree`, the leaf of `prefix` that covers it (MLX's in_axes rules)."""
-    if prefix is None or (isinstance(prefix, int) and not isinstance(prefix, bool)):
-        return [prefix] * len(T.flatten(tree)[0])
+def _is_axis(a):
+    return a is None or isinstance(a, int)
+
+
+def _prefix_leaves(prefix, tree, op, what, path="", out=None):
+    """For each leaf of `tree`, the leaf of `prefix` that covers it."""
+    if out is None:
+        out = []
+    if _is_axis(prefix):
+        out.extend([prefix] * len(T.flatten(tree)[0]))
+        return out
+    where = f" at {path}" if path else ""
     if isinstance(prefix, (list, tuple)) and isinstance(tree, (list, tuple)):
         if len(prefix) != len(tree):
-            raise ValueError(f"[{op}] {what} has {len(prefix)} entries but the function has "
-                             f"{len(tree)} {'arguments' if what == 'in_axes' else 'outputs'}.")
-        return [a for p, t in zip(prefix, tree) for a in _prefix_leaves(p, t, op, what)]
+            raise ValueError(f"[{op}] {what}{where} has {len(prefix)} entries but the value it "
+                             f"describes has {len(tree)}.")
+        for i, (p, t) in enumerate(zip(prefix, tree)):
+            _prefix_leaves(p, t, op, what, f"{path}[{i}]", out)
+        return out
     if isinstance(prefix, dict) and isinstance(tree, dict):
         if set(prefix) != set(tree):
-            raise ValueError(f"[{op}] {what} keys {sorted(prefix)} do not match {sorted(tree)}.")
-        return [a for k in tree for a in _prefix_leaves(prefix[k], tree[k], op, what)]
-    raise ValueError(f"[{op}] {what} must be an int, None, or a tree matching the "
-                     f"{'arguments' if what == 'in_axes' else 'outputs'}; got {prefix!r}.")
+            raise ValueError(f"[{op}] {what}{where} has keys {sorted(map(str, prefix))} but the "
+                             f"value it describes has keys {sorted(map(str, tree))}.")
+        for k in tree:
+            _prefix_leaves(prefix[k], tree[k], op, what, f"{path}[{k!r}]", out)
+        return out
+    if isinstance(prefix, (list, tuple, dict)):
+        raise ValueError(f"[{op}] {what}{where} is a {type(prefix).__name__} but the value it "
+                         f"describes is a {type(tree).__name__}.")
+    raise TransformTypeError(f"[{op}] {what} entries must be ints or None, got "
+                             f"{type(prefix).__name__} ({prefix!r}).")
 
 
 def _check_axis(ax, x, op):
     if ax is None:
         return None
     if not isinstance(x, array):
-        raise ValueError(f"[{op}] Only arrays can be vectorized, got {type(x).__name__}.")
+        raise ValueError(f"[{op}] Only arrays can be vectorized; got {type(x).__name__} with "
+                         f"in_axes {ax}.")
     if not -x.ndim <= ax < x.ndim:
-        raise ValueError(f"[{op}] Invalid vectorization axis {ax} for array with shape "
-                         f"{x.shape}.")
+        raise VmapAxisError(f"[{op}] Invalid vectorization axis {ax} for array with shape "
+                            f"{tuple(x.shape)}.")
     return ax % x.ndim
 
 
 def replay(outputs, placeholders, inputs, axes):
     """Rebuild `outputs` from the batched `inputs`; returns [(array, batch axis or None)]."""
-    tape, _ = _dependent_tape(outputs, placeholders)
+    tape, _ = _dependent_tape(outputs, placeholders, "vmap")
     mapped = {id(p): (x, ax) for p, x, ax in zip(placeholders, inputs, axes)}
-    done = set()
     for a in tape:
         outs = _node_outputs(a)
-        key = _node_key(a)
-        if key in done:
-            continue
-        done.add(key)
+        n_walk = len(walked_inputs(a, "vmap"))
         ins, in_axes = [], []
-        for x in a._inputs:
-            v, ax = mapped.get(id(x), (x, None))
+        for k, x in enumerate(a._inputs):
+            v, ax = mapped.get(id(x), (x, None)) if k < n_walk else (x, None)
             ins.append(v)
             in_axes.append(ax)
-        new, new_axes = a._prim.vmap(ins, in_axes)
+        if all(ax is None for ax in in_axes):  # a rule upstream returned unbatched values
+            new = bind(a._prim, tuple(ins))
+            new, new_axes = (new if isinstance(new, list) else [new]), [None] * len(outs)
+        else:
+            new, new_axes = a._prim.vmap(ins, in_axes)
+        if len(new) != len(outs) or len(new_axes) != len(outs):
+            raise ValueError(f"[vmap] The vmap rule of {a._prim.name} returned {len(new)} "
+                             f"outputs and {len(new_axes)} axes for {len(outs)} outputs.")
         for o, n, ax in zip(outs, new, new_axes):
             mapped[id(o)] = (n, ax)
     return [mapped.get(id(o), (o, None)) for o in outputs]
 
 
 def vmap(fun, in_axes=0, out_axes=0):
-    """MLX's `mx.vmap(fun, in_axes=0, out_axes=0)`."""
-    if not callable(fun):
-        raise TypeError(f"[vmap] Expected a callable, got {type(fun).__name__}.")
+    """MLX's `mx.vmap(fun, in_axes=0, out_axes=0)`.
 
-    def wrapper(*args):
+    braze also accepts `None` in `out_axes` for outputs that do not depend on a vectorized
+    input (they are returned unbatched), and lists as well as tuples in the axis trees.
+    """
+    if not callable(fun):
+        raise TransformTypeError(f"[vmap] Expected a callable, got {type(fun).__name__}.")
+    for spec, what in ((in_axes, "in_axes"), (out_axes, "out_axes")):
+        if not isinstance(spec, (list, tuple, dict)) and not _is_axis(spec):
+            raise TransformTypeError(f"[vmap] {what} must be an int, None, or a tree of them; "
+                                     f"got {spec!r}.")
+    if isinstance(in_axes, dict):
+        raise ValueError("[vmap] in_axes must be an int, None, or a tuple with one entry per "
+                         "positional argument; got a dict.")
+
+    def wrapper(*args, **kwargs):
         op = "vmap"
-        spec = in_axes if not isinstance(in_axes, (list, tuple)) else tuple(in_axes)
-        flat, a_def = T.flatten(list(args))
-        axes = _prefix_leaves(spec if not isinstance(spec, tuple) else list(spec),
-                              list(args), op, "in_axes")
+        if kwargs:
+            raise TypeError("[vmap] Keyword arguments are not supported.")
+        args = list(args)
+        spec = list(in_axes) if isinstance(in_axes, (list, tuple)) else in_axes
+        if isinstance(spec, list) and len(spec) != len(args):
+            raise ValueError(f"[vmap] in_axes has {len(spec)} entries but the function is "
+                             f"called with {len(args)} positional arguments.")
+        flat, a_def = T.flatten(args)
+        axes = _prefix_leaves(spec, args, op, "in_axes")
         axes = [_check_axis(ax, x, op) for ax, x in zip(axes, flat)]
-        sizes = {x.shape[ax] for x, ax in zip(flat, axes) if ax is not None}
+        sizes = [x.shape[ax] for x, ax in zip(flat, axes) if ax is not None]
         if not sizes:
-            raise ValueError("[vmap] At least one input must be vectorized (in_axes all None).")
-        if len(sizes) > 1:
-            s = sorted(sizes)
-            raise ValueError(f"[vmap] Inconsistent axis sizes: {s[0]} and {s[1]}.")
-        n = sizes.pop()
+            raise ValueError("[vmap] At least one of in_axes must be non-None (no input is "
+                             "vectorized).")
+        n = sizes[0]
+        for s in sizes:
+            if s != n:
+                raise ValueError(f"[vmap] Inconsistent axis sizes: {n} and {s}.")
         with trace_scope():
             holders = [_placeholder(x, ax) if ax is not None else x for x, ax in zip(flat, axes)]
             out = fun(*T.unflatten(a_def, holders))
@@ -100,12 +147,22 @@ def vmap(fun, in_axes=0, out_axes=0):
             real = [flat[i] for i, ax in enumerate(axes) if ax is not None]
             real_axes = [ax for ax in axes if ax is not None]
             results = replay(outs, batched, real, real_axes)
-        o_spec = out_axes if not isinstance(out_axes, tuple) else list(out_axes)
-        o_axes = _prefix_leaves(o_spec, out, op, "out_axes") if isinstance(
-            o_spec, (list, dict)) else [o_spec] * len(outs)
-        final = [_place_batch_axis(v, ax, want, n, op) for (v, ax), want in zip(results, o_axes)]
+            o_spec = list(out_axes) if isinstance(out_axes, tuple) else out_axes
+            if isinstance(out, tuple) and isinstance(o_spec, list):
+                out_cmp = list(out)
+            else:
+                out_cmp = out
+            o_axes = _prefix_leaves(o_spec, out_cmp, op, "out_axes")
+            final = [_place_batch_axis(v, ax, want, n, op)
+                     for (v, ax), want in zip(results, o_axes)]
         return T.unflatten(o_def, final)
 
+    try:
+        wrapper.__name__ = getattr(fun, "__name__", "vmap")
+        wrapper.__doc__ = getattr(fun, "__doc__", None)
+        wrapper.__wrapped__ = fun
+    except (AttributeError, TypeError):
+        pass
     return wrapper
 
 
@@ -113,11 +170,13 @@ def _place_batch_axis(v, ax, want, n, op):
     from ..prims.base import ops
     if want is None:
         if ax is not None:
-            raise ValueError("[vmap] An output with out_axes=None depends on a vectorized input.")
+            raise ValueError("[vmap] An output with out_axes None depends on a vectorized "
+                             "input.")
         return v
     ndim = v.ndim + (0 if ax is not None else 1)
     if not -ndim <= want < ndim:
-        raise ValueError(f"[vmap] Invalid out_axes {want} for an output with {ndim} dimensions.")
+        raise VmapAxisError(f"[{op}] Invalid output vectorization axis {want} for an output "
+                            f"with {ndim} dimensions.")
     want %= ndim
     if ax is None:  # not batched: every example gets the same value
         v = ops.expand_dims(v, want)
