@@ -76,14 +76,27 @@ class Primitive:
         raise NotImplementedError(f"[{self.name}] vmap is not implemented.")
 
 
+_new = object.__new__
+
+
 def bind(prim: Primitive, inputs: tuple):
     """Create the lazy output array(s) of `prim` applied to `inputs`."""
     avals = prim.abstract_eval(*inputs)
     tracer = TraceState.depth > 0 and any(x._tracer for x in inputs)
     if len(avals) == 1:
-        shape, dtype = avals[0]
-        out = array._node(shape, dtype, prim, inputs)
+        # array._node inlined: this runs once per op, on the hot path of every program
+        out = _new(array)
+        out._shape, out._dtype = avals[0]
+        out._data = None
+        out._prim = prim
+        out._inputs = inputs
+        out._siblings = None
+        out._idx = 0
+        out._mem = 0
         out._tracer = tracer
+        out._nc = 0
+        for x in inputs:
+            x._nc += 1
         return out
     outs = tuple(array._node(s, d, prim, inputs) for s, d in avals)
     for i, o in enumerate(outs):
