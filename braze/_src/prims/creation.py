@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive
+from .base import Primitive, bind
 
 
 def arange_length(start, stop, step) -> int:
@@ -24,7 +24,18 @@ def arange_length(start, stop, step) -> int:
 
 
 @dataclass(frozen=True)
-class Arange(Primitive):
+class _NoInputs(Primitive):
+    """Base of the creation primitives: no inputs, so no derivative and nothing batched (vmap
+    never reaches them; the rule is there for completeness and leaves the output unbatched)."""
+
+    differentiable = False
+
+    def vmap(self, inputs, axes):
+        return [bind(self, ())], [None]
+
+
+@dataclass(frozen=True)
+class Arange(_NoInputs):
     """[start, stop) by step, MLX's semantics: the increment is dtype(start + step) - dtype(start)
     and floating values are accumulated one step at a time in the output dtype."""
 
@@ -32,8 +43,6 @@ class Arange(Primitive):
     stop: float
     step: float
     dtype: D.Dtype
-
-    differentiable = False
 
     def abstract_eval(self):
         return [((arange_length(self.start, self.stop, self.step),), self.dtype)]
@@ -56,7 +65,7 @@ class Arange(Primitive):
 
 
 @dataclass(frozen=True)
-class Linspace(Primitive):
+class Linspace(_NoInputs):
     """`num` evenly spaced values, computed like MLX: (1 - t) * start + t * stop in float32 with
     t = i / (num - 1) (or i / num without the endpoint), then converted to `dtype`."""
 
@@ -65,8 +74,6 @@ class Linspace(Primitive):
     num: int
     endpoint: bool
     dtype: D.Dtype
-
-    differentiable = False
 
     def abstract_eval(self):
         return [((self.num,), self.dtype)]
@@ -86,15 +93,13 @@ class Linspace(Primitive):
 
 
 @dataclass(frozen=True)
-class Eye(Primitive):
+class Eye(_NoInputs):
     """An n x m matrix with ones on diagonal k."""
 
     n: int
     m: int
     k: int
     dtype: D.Dtype
-
-    differentiable = False
 
     def abstract_eval(self):
         return [((self.n, self.m), self.dtype)]
@@ -104,15 +109,13 @@ class Eye(Primitive):
 
 
 @dataclass(frozen=True)
-class Tri(Primitive):
+class Tri(_NoInputs):
     """An n x m matrix with ones at and below diagonal k (NumPy's `tri`)."""
 
     n: int
     m: int
     k: int
     dtype: D.Dtype
-
-    differentiable = False
 
     def abstract_eval(self):
         return [((self.n, self.m), self.dtype)]

@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive
+from .base import Primitive, bind, ops
 
 REDUCE_TYPES = ("sum", "prod", "max", "min", "and", "or")
 
@@ -39,6 +39,46 @@ def at_least_float(dt: D.Dtype) -> D.Dtype:
 
 def keep_shape(shape: tuple, axes: tuple) -> tuple:
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
+
+
+# -- helpers shared by the transform rules of the reduce, scan and sort families --------------
+def batched_axis(axis: int, bax: int) -> int:
+    """Where a per-example `axis` sits in an array whose batch dimension is at `bax`."""
+    return axis + 1 if axis >= bax else axis
+
+
+def batched_axes(axes: tuple, bax: int) -> tuple:
+    return tuple(batched_axis(a, bax) for a in axes)
+
+
+def _cast_like(g, x):
+    return g if g.dtype == x.dtype else ops.astype(g, x.dtype)
+
+
+def _others_product(x, axes):
+    """For every element, the product of the other elements over `axes` (exact with zeros):
+    an exclusive cumprod from each end, multiplied (MLX's formula)."""
+    if len(axes) == 1:
+        ax = axes[0]
+        return ops.multiply(ops.cumprod(x, ax, inclusive=False),
+                            ops.cumprod(x, ax, reverse=True, inclusive=False))
+    rest = [i for i in range(x.ndim) if i not in axes]
+    perm = tuple(rest) + tuple(axes)
+    y = ops.transpose(x, perm)
+    moved = y.shape
+    y = ops.reshape(y, tuple(x.shape[i] for i in rest) + (-1,))
+    e = ops.multiply(ops.cumprod(y, -1, inclusive=False),
+                     ops.cumprod(y, -1, reverse=True, inclusive=False))
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return ops.transpose(ops.reshape(e, moved), tuple(inv))
+
+
+def _extremum_weights(x, out, axes, dtype):
+    """1/count at the positions equal to the max (min), 0 elsewhere: ties share evenly."""
+    mask = ops.astype(ops.equal(x, out), dtype)
+    return ops.divide(mask, ops.sum(mask, axis=axes, keepdims=True))
 
 
 def acc_dtype(npd: np.dtype) -> np.dtype:
@@ -102,6 +142,40 @@ class Reduce(Primitive):
                 r = (np.max if rt == "max" else np.min)(xf, axis=axes, keepdims=True)
             return [np.asarray(r).astype(out_np, copy=False)]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, g = primals[0], cotangents[0]
+        rt = self.reduce_type
+        if rt in ("and", "or"):
+            return [ops.zeros_like(x)]
+        g = _cast_like(g, x)
+        if rt == "sum":
+            return [ops.broadcast_to(g, x.shape)]
+        if rt == "prod":
+            return [ops.multiply(g, _others_product(x, self.axes))]
+        w = _extremum_weights(x, _cast_like(outputs[0], x), self.axes, x.dtype)
+        return [ops.multiply(g, w)]
+
+    def jvp(self, primals, tangents, argnums):
+        x, t = primals[0], tangents[0]
+        rt = self.reduce_type
+        out_dt = reduce_dtype(rt, x.dtype)
+        if rt in ("and", "or"):
+            return [ops.zeros(keep_shape(x.shape, self.axes), out_dt)]
+        if rt == "prod":
+            t = ops.multiply(t, _others_product(x, self.axes))
+        elif rt in ("max", "min"):
+            out = bind(self, (x,))
+            t = ops.multiply(t, _extremum_weights(x, out, self.axes, t.dtype))
+        r = bind(Reduce("sum", self.axes), (t,))
+        return [r if r.dtype == out_dt else ops.astype(r, out_dt)]
+
+    def vmap(self, inputs, axes):
+        x, bax = inputs[0], axes[0]
+        if bax is None:
+            return [bind(self, (x,))], [None]
+        prim = Reduce(self.reduce_type, batched_axes(self.axes, bax))
+        return [bind(prim, (x,))], [bax]
+
 
 @dataclass(frozen=True)
 class ArgReduce(Primitive):
@@ -124,6 +198,12 @@ class ArgReduce(Primitive):
         fn = np.argmax if self.reduce_type == "argmax" else np.argmin
         return [fn(xf, axis=self.axis, keepdims=True).astype(np.uint32)]
 
+    def vmap(self, inputs, axes):
+        x, bax = inputs[0], axes[0]
+        if bax is None:
+            return [bind(self, (x,))], [None]
+        return [bind(ArgReduce(self.reduce_type, batched_axis(self.axis, bax)), (x,))], [bax]
+
 
 def _logsumexp(xf: np.ndarray, axes: tuple) -> np.ndarray:
     m = np.max(xf, axis=axes, keepdims=True)
@@ -145,6 +225,21 @@ class LogSumExp(Primitive):
             r = _logsumexp(x.astype(acc_dtype(x.dtype), copy=False), self.axes)
         return [r.astype(x.dtype, copy=False)]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, g = primals[0], cotangents[0]
+        return [ops.multiply(g, ops.exp(ops.subtract(x, outputs[0])))]
+
+    def jvp(self, primals, tangents, argnums):
+        x, t = primals[0], tangents[0]
+        w = ops.exp(ops.subtract(x, bind(self, (x,))))
+        return [bind(Reduce("sum", self.axes), (ops.multiply(t, w),))]
+
+    def vmap(self, inputs, axes):
+        x, bax = inputs[0], axes[0]
+        if bax is None:
+            return [bind(self, (x,))], [None]
+        return [bind(LogSumExp(batched_axes(self.axes, bax)), (x,))], [bax]
+
 
 @dataclass(frozen=True)
 class Softmax(Primitive):
@@ -165,3 +260,19 @@ class Softmax(Primitive):
             e = np.exp(xf - np.max(xf, axis=self.axes, keepdims=True))
             r = e / np.sum(e, axis=self.axes, keepdims=True)
         return [r.astype(x.dtype, copy=False)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        y, g = outputs[0], cotangents[0]
+        s = ops.sum(ops.multiply(g, y), axis=self.axes, keepdims=True)
+        return [ops.multiply(y, ops.subtract(g, s))]
+
+    def jvp(self, primals, tangents, argnums):
+        y, t = bind(self, (primals[0],)), tangents[0]
+        s = ops.sum(ops.multiply(t, y), axis=self.axes, keepdims=True)
+        return [ops.multiply(y, ops.subtract(t, s))]
+
+    def vmap(self, inputs, axes):
+        x, bax = inputs[0], axes[0]
+        if bax is None:
+            return [bind(self, (x,))], [None]
+        return [bind(Softmax(batched_axes(self.axes, bax), self.precise), (x,))], [bax]

@@ -3,6 +3,11 @@
 Sorting is stable, NaN sorts last, -0.0 and 0.0 compare equal (they keep their order).
 bfloat16 is sorted through float32 (exact), because NumPy's sort of ml_dtypes' bfloat16
 mishandles NaN. Indices are uint32, as in MLX.
+
+Partition is computed as the gather of ArgPartition's indices, so that the permutation its
+derivative rules rebuild (a lazy ArgPartition) is the one the values were moved by: NumPy's
+`partition` and `argpartition` may order the non-kth elements differently (they do for
+float16, and SIMD builds use different algorithms).
 """
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ import ml_dtypes
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive
+from .base import Primitive, bind, ops
+from .reduce import batched_axis
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -29,6 +35,19 @@ def _argpartition(x, kth, axis):
     return np.argpartition(_keys(x), kth, axis=axis)
 
 
+def _permutation_vjp(perm, g, axis):
+    """The cotangent of x for out = take_along_axis(x, perm): g scattered back through perm."""
+    return ops.put_along_axis(ops.zeros_like(g), perm, g, axis=axis)
+
+
+def _vmap(prim, inputs, axes, **params):
+    x, bax = inputs[0], axes[0]
+    if bax is None:
+        return [bind(prim, (x,))], [None]
+    new = type(prim)(**{**params, "axis": batched_axis(prim.axis, bax)})
+    return [bind(new, (x,))], [bax]
+
+
 @dataclass(frozen=True)
 class Sort(Primitive):
     """Sort along `axis` (non-negative)."""
@@ -42,6 +61,17 @@ class Sort(Primitive):
         if x.dtype == _BF16:
             return [np.take_along_axis(x, _argsort(x, self.axis), axis=self.axis)]
         return [np.sort(x, axis=self.axis, kind="stable")]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        perm = bind(ArgSort(self.axis), (primals[0],))
+        return [_permutation_vjp(perm, cotangents[0], self.axis)]
+
+    def jvp(self, primals, tangents, argnums):
+        perm = bind(ArgSort(self.axis), (primals[0],))
+        return [ops.take_along_axis(tangents[0], perm, axis=self.axis)]
+
+    def vmap(self, inputs, axes):
+        return _vmap(self, inputs, axes)
 
 
 @dataclass(frozen=True)
@@ -58,6 +88,9 @@ class ArgSort(Primitive):
     def eval_cpu(self, x):
         return [_argsort(x, self.axis).astype(np.uint32)]
 
+    def vmap(self, inputs, axes):
+        return _vmap(self, inputs, axes)
+
 
 @dataclass(frozen=True)
 class Partition(Primitive):
@@ -70,10 +103,19 @@ class Partition(Primitive):
         return [(x.shape, x.dtype)]
 
     def eval_cpu(self, x):
-        if x.dtype == _BF16:
-            idx = _argpartition(x, self.kth, self.axis)
-            return [np.take_along_axis(x, idx, axis=self.axis)]
-        return [np.partition(x, self.kth, axis=self.axis)]
+        idx = _argpartition(x, self.kth, self.axis)
+        return [np.take_along_axis(x, idx, axis=self.axis)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        perm = bind(ArgPartition(self.kth, self.axis), (primals[0],))
+        return [_permutation_vjp(perm, cotangents[0], self.axis)]
+
+    def jvp(self, primals, tangents, argnums):
+        perm = bind(ArgPartition(self.kth, self.axis), (primals[0],))
+        return [ops.take_along_axis(tangents[0], perm, axis=self.axis)]
+
+    def vmap(self, inputs, axes):
+        return _vmap(self, inputs, axes, kth=self.kth)
 
 
 @dataclass(frozen=True)
@@ -90,3 +132,6 @@ class ArgPartition(Primitive):
 
     def eval_cpu(self, x):
         return [_argpartition(x, self.kth, self.axis).astype(np.uint32)]
+
+    def vmap(self, inputs, axes):
+        return _vmap(self, inputs, axes, kth=self.kth)
