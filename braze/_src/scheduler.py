@@ -5,10 +5,75 @@ is freed as soon as its last consumer has run and no Python reference holds it.
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 from .array import TraceState, _set_data
 from .graph import toposort
+
+
+class CompileTraces:
+    """The compile traces in progress (innermost last), for error messages and dynamic ops.
+
+    `stack` holds (function name, shapeless, trace depth at start) records pushed by
+    `compile`; `dynamic` is True while the outermost trace is a shapeless compile (MLX's
+    `in_dynamic_tracing`), which makes ops keep the graph re-inferable (see reference §5).
+    """
+
+    stack: list = []
+    dynamic = False
+
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../braze
+
+# What a user-facing entry point reads from an array, by the braze function that asked.
+_OPERATIONS = {
+    "item": "`.item()`", "tolist": "`.tolist()`", "__bool__": "`bool(x)` (e.g. `if x:`)",
+    "__int__": "`int(x)`", "__float__": "`float(x)`", "__complex__": "`complex(x)`",
+    "__index__": "using the array as an index", "__format__": "formatting (f-string)",
+    "__repr__": "`print(x)` / `repr(x)`", "__array__": "NumPy conversion (`np.array(x)`)",
+    "__getstate__": "pickling", "__deepcopy__": "`copy.deepcopy`",
+    "eval": "`mx.eval`", "async_eval": "`mx.async_eval`",
+}
+
+
+def user_frame(skip_internal=True):
+    """(filename, lineno, source line, innermost braze function name) of the user's code that
+    called into braze; walks up from the caller."""
+    import linecache
+    f = sys._getframe(1)
+    last_internal = None
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if fn.startswith(_PKG_DIR + os.sep):
+            last_internal = f.f_code.co_name
+            f = f.f_back
+            continue
+        line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+        return f.f_code.co_filename, f.f_lineno, line, last_internal
+    return None, None, "", last_internal
+
+
+def _placeholder_error():
+    fname, lineno, line, op = user_frame()
+    what = _OPERATIONS.get(op, f"`{op}`" if op else "evaluation")
+    if CompileTraces.stack:
+        name = CompileTraces.stack[-1][0]
+        ctx = f"while `mx.compile` traces `{name}`"
+    else:
+        ctx = "inside a function transformation (vmap)"
+    where = f"\n  at {fname}:{lineno}: {line}" if fname else ""
+    return ValueError(
+        "[eval] Attempting to eval an array during function transformations like compile or "
+        f"vmap is not allowed: {what} needs the value of an array that depends on the "
+        f"function's inputs, {ctx}, but those inputs are placeholders without values.{where}\n"
+        "  Fixes: compute both branches and choose with `mx.where(cond, a, b)` instead of "
+        "branching on a value; pass the value as a Python scalar argument (each value then "
+        "gets its own trace); branch on `x.shape`/`x.dtype` (concrete during a trace, and use "
+        "`shapeless=False` if the branch depends on sizes); or call the function uncompiled "
+        "(`mx.disable_compile()`) to debug with prints.")
 
 
 def _check_output(out, a):
@@ -28,12 +93,13 @@ def _run(a):
     prim = a._prim
     if prim is None:
         if a._tracer and TraceState.depth:
-            raise ValueError(
-                "[eval] Attempting to eval an array during function transformations like "
-                "compile or vmap is not allowed.")
+            raise _placeholder_error()
         raise RuntimeError(
             "[eval] Attempting to eval an array without a primitive. If you are compiling a "
-            "function, make sure all the inputs and outputs are captured.")
+            "function, make sure all the inputs and outputs are captured: an array built from "
+            "a compiled function's placeholder inputs escaped the trace (for example "
+            "`state.append(z)` in a function compiled without `outputs=state`). Declare such "
+            "state with `mx.compile(fun, inputs=state, outputs=state)`; see docs/compile.md.")
     ins = a._inputs
     outs = prim.eval_cpu(*[x._data for x in ins])
     # a tracer keeps its graph while a transform is active, so the transform can walk it

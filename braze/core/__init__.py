@@ -69,7 +69,7 @@ inf = _math.inf
 nan = _math.nan
 euler_gamma = 0.5772156649015329
 newaxis = None
+from braze._src.compile.api import compile, disable_compile, enable_compile  # noqa: E402,F401,A004
 from braze._src.transforms.autodiff import grad, jvp, value_and_grad, vjp  # noqa: E402,F401
 from braze._src.transforms.custom import checkpoint, custom_function  # noqa: E402,F401
 from braze._src.transforms.vmap import vmap  # noqa: E402,F401
-from braze._src.compile.api import compile, disable_compile, enable_compile  # noqa: E402,F401,A004

@@ -13,7 +13,10 @@ import numpy as np
 from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind, broadcast_shapes
+from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
+from ..prims.unary import STOP_GRADIENT
+from ..scheduler import CompileTraces
 
 _INT_KINDS = "ui"
 
@@ -92,7 +95,28 @@ def broadcast_to_shape(x: array, shape: tuple) -> array:
 
 def broadcast_arrays_(arrays, op: str):
     shape = broadcast_shapes(*[a._shape for a in arrays], op=op)
+    if CompileTraces.dynamic:
+        return dynamic_broadcast(arrays, shape)
     return [broadcast_to_shape(a, shape) for a in arrays]
+
+
+def dynamic_broadcast(arrays, shape):
+    """Shapeless compile traces (MLX's dynamic tracing): every operand gets a broadcast node
+    that also reads the other operands (through stop_gradient), so replay can re-infer the
+    broadcast shape from the new inputs. Applied even when shapes already agree."""
+    out = []
+    for i, x in enumerate(arrays):
+        others = tuple(bind(STOP_GRADIENT, (y,)) for j, y in enumerate(arrays) if j != i)
+        out.append(bind(DynamicBroadcast(shape), (x,) + others))
+    return out
+
+
+def _dynamic_binary(a, b, op: str):
+    a, b = to_arrays(a, b, op)
+    dt = D.promote(a._dtype, b._dtype)
+    a, b = astype(a, dt), astype(b, dt)
+    shape = broadcast_shapes(a._shape, b._shape, op=op)
+    return tuple(dynamic_broadcast([a, b], shape))
 
 
 _SCALARS: dict = {}
@@ -120,6 +144,8 @@ def _scalar_operand(v, like: array, op: str) -> array:
 
 def binary_operands(a, b, op: str):
     """Convert, promote to a common dtype and broadcast to a common shape."""
+    if CompileTraces.dynamic:  # shapeless compile trace: no caches, no fast paths
+        return _dynamic_binary(a, b, op)
     ta, tb = type(a), type(b)
     if ta is array:
         if tb is array:

@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind
+from ..prims.compile_support import NumberOfElements
 from ..prims.core import AsType, Copy
 from ..prims.reduce import (
     ArgReduce,
@@ -27,8 +28,10 @@ from ..prims.reduce import (
     reduce_dtype,
 )
 from ..prims.scan import Scan
-from ..prims.shape import Reshape, Slice, Transpose
+from ..prims.shape import Reshape, Slice, Squeeze, Transpose
 from ..prims.sort import Sort
+from ..prims.unary import STOP_GRADIENT
+from ..scheduler import CompileTraces
 from ._helpers import _short, attach_methods, check_dtype, normalize_axes, normalize_axis
 
 __all__ = ["sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax", "argmin",
@@ -85,7 +88,11 @@ def _squeezed(shape, axes):
 
 def _finish(r: array, a: array, axes: tuple, keepdims: bool) -> array:
     """`r` has the kept-dims shape; drop the reduced axes unless keepdims."""
-    return r if keepdims else _reshape(r, _squeezed(a.shape, axes))
+    if keepdims:
+        return r
+    if CompileTraces.dynamic:  # a Squeeze follows the input's shape at shapeless replay
+        return bind(Squeeze(tuple(axes)), (r,))
+    return _reshape(r, _squeezed(a.shape, axes))
 
 
 def _count(shape, axes) -> int:
@@ -104,7 +111,8 @@ def _reduce(a, axis, keepdims, reduce_type, op):
         for i in axes:
             if a.shape[i] == 0:
                 raise ValueError(f"[{op}] Cannot {op} reduce over axis {i} with size 0.")
-    if ELIDE_TRIVIAL_REDUCTIONS and builtins.all(a.shape[i] == 1 for i in axes):
+    if ELIDE_TRIVIAL_REDUCTIONS and not CompileTraces.dynamic and builtins.all(
+            a.shape[i] == 1 for i in axes):
         return _fresh(_finish(_cast(a, out_dt), a, axes, keepdims), a)
     return _finish(bind(Reduce(reduce_type, axes), (a,)), a, axes, keepdims)
 
@@ -154,9 +162,23 @@ def mean(a, /, axis=None, keepdims=False, *, stream=None):
     x = _cast(a, dt)
     if not axes:
         return _fresh(x, a)
-    n = _count(a.shape, axes)
     s = sum(x, axes, keepdims)
-    return multiply(s, _scalar(1.0 / n if n else math.inf, s.dtype))
+    return multiply(s, _inv_count(a, axes, 0, s.dtype))
+
+
+def _inv_count(a, axes, ddof, dt):
+    """1 / (number of elements of `a` over `axes` - ddof): a baked constant, or in a shapeless
+    compile trace a NumberOfElements node computed from the run-time shape."""
+    if CompileTraces.dynamic:
+        from .elementwise import maximum, subtract
+        if ddof == 0:
+            return bind(NumberOfElements(tuple(axes), True, dt), (bind(STOP_GRADIENT, (a,)),))
+        n = bind(NumberOfElements(tuple(axes), False, dt), (bind(STOP_GRADIENT, (a,)),))
+        from .elementwise import divide
+        return divide(_scalar(1.0, dt), maximum(subtract(n, _scalar(float(ddof), dt)),
+                                               _scalar(0.0, dt)))
+    n = _count(a.shape, axes) - ddof
+    return _scalar(1.0 / n if n > 0 else math.inf, dt)
 
 
 def _var(a, axis, keepdims, ddof, op):
@@ -173,8 +195,7 @@ def _var(a, axis, keepdims, ddof, op):
     if d.dtype.kind == "c":
         d = _abs(d)
     v = sum(square(d), axes, keepdims)
-    n = _count(a.shape, axes) - ddof
-    return multiply(v, _scalar(1.0 / n if n > 0 else math.inf, v.dtype))
+    return multiply(v, _inv_count(a, axes, ddof, v.dtype))
 
 
 def var(a, /, axis=None, keepdims=False, ddof=0, *, stream=None):

@@ -1,0 +1,484 @@
+"""`mx.compile`, `mx.disable_compile`, `mx.enable_compile`: the user-facing wrapper.
+
+A call: flatten the arguments and the captured `inputs=` state; if compile is disabled, or
+any input is a tracer (we are inside grad/vmap/another compile trace), call the function
+directly; otherwise look the signature up in the thread-local cache, trace on a miss
+(placeholders -> Tape -> simplify -> fuse), replay the stored tape onto the real inputs, and
+write the captured `outputs=` back. See docs/compile.md and the MLX reference §0-§7.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import struct
+import threading
+import time
+import warnings
+import weakref
+
+from .. import config
+from .. import tree as T
+from ..array import TraceState, array
+from ..prims.base import bind
+from ..prims.core import Copy
+from ..scheduler import user_frame
+from . import diagnostics as diag
+from . import simplify as S
+from .replay import SHAPELESS_REFUSED, replay
+from .trace import SiteRecorder, capture, compile_trace, placeholder
+
+__all__ = ["compile", "disable_compile", "enable_compile", "register_implicit_state",
+           "CompiledFunction"]
+
+#: a warning is issued when one compiled function has been traced more than this many times
+#: (env BRAZE_COMPILE_RETRACE_LIMIT; 0 disables the warning)
+RETRACE_LIMIT = int(os.environ.get("BRAZE_COMPILE_RETRACE_LIMIT", "16") or 16)
+
+_COPY = Copy()
+
+
+# -- compile on/off -------------------------------------------------------------------------
+def disable_compile() -> None:
+    """Make every compiled function call its Python function directly (checked per call)."""
+    config.set(disable_compile=True)
+
+
+def enable_compile() -> None:
+    """Undo `disable_compile` (also overrides BRAZE_DISABLE_COMPILE / MLX_DISABLE_COMPILE)."""
+    config.set(disable_compile=False)
+
+
+# -- captured state: containers and sentinels ------------------------------------------------
+# A captured tree's leaf may be an object implementing the capture protocol:
+#     obj.__braze_capture__()        -> the array it stands for now (or None: nothing captured)
+#     obj.__braze_update__(value)    <- store a new array
+# `mx.random.state` implements it for the thread's random key. Objects registered with
+# `register_implicit_state` are captured as inputs *and* outputs of every compiled function
+# without being declared (how undeclared random use advances the key).
+_IMPLICIT: list = []
+
+
+def register_implicit_state(obj) -> None:
+    """Capture `obj` (capture protocol) in every compiled function, as input and output."""
+    if not (hasattr(obj, "__braze_capture__") and hasattr(obj, "__braze_update__")):
+        raise TypeError("[compile] register_implicit_state expects an object with "
+                        "__braze_capture__() and __braze_update__(value).")
+    if all(o is not obj for o in _IMPLICIT):
+        _IMPLICIT.append(obj)
+
+
+def _is_sentinel(x) -> bool:
+    return hasattr(type(x), "__braze_capture__")
+
+
+class _Slot:
+    """One array position in a captured tree: read it, and (if possible) write it."""
+
+    __slots__ = ("container", "key", "value")
+
+    def __init__(self, container, key, value):
+        self.container, self.key, self.value = container, key, value
+
+    def get(self):
+        c = self.container
+        if c is None:
+            return self.value
+        if self.key is _SENTINEL:
+            return c.__braze_capture__()
+        return c[self.key]
+
+    def set(self, v) -> None:
+        c = self.container
+        if c is None:
+            return  # a bare array, or an array directly inside a tuple: cannot be replaced
+        if self.key is _SENTINEL:
+            c.__braze_update__(v)
+        else:
+            c[self.key] = v
+
+
+_SENTINEL = object()
+
+
+def _slots(tree, out) -> list:
+    """Array slots of a captured tree, in flatten order (non-array leaves are ignored)."""
+    if _is_sentinel(tree):
+        v = tree.__braze_capture__()
+        if isinstance(v, array):
+            out.append(_Slot(tree, _SENTINEL, v))
+        return out
+    if isinstance(tree, array):
+        out.append(_Slot(None, None, tree))
+        return out
+    if isinstance(tree, (list, tuple)):
+        items = enumerate(tree)
+    elif isinstance(tree, dict):
+        items = list(tree.items())
+    else:
+        return out
+    settable = not isinstance(tree, tuple)
+    for k, v in items:
+        if isinstance(v, array):
+            out.append(_Slot(tree if settable else None, k, v))
+        elif _is_sentinel(v) or isinstance(v, (list, tuple, dict)):
+            _slots(v, out)
+    return out
+
+
+def _capture_slots(declared, implicit) -> list:
+    slots = _slots(declared, []) if declared is not None else []
+    for obj in implicit:
+        _slots(obj, slots)
+    return slots
+
+
+# -- the signature ---------------------------------------------------------------------------
+def _bad_arg(x):
+    return ValueError(
+        "[compile] Function arguments must be trees of arrays or constants (floats, ints, "
+        f"strings, or None), but received type {type(x).__module__}.{type(x).__qualname__}.")
+
+
+def _leaf_key(x, shapeless):
+    t = type(x)
+    if t is array or isinstance(x, array):
+        return ("A", x._dtype, len(x._shape) if shapeless else x._shape)
+    if t is bool:
+        return ("b", x)
+    if t is int or (isinstance(x, int) and not isinstance(x, bool)):
+        return ("i", int(x))
+    if isinstance(x, bool):
+        return ("b", bool(x))
+    if t is float or isinstance(x, float):
+        return ("f", struct.pack("<d", x))
+    if t is str or isinstance(x, str):
+        return ("s", str(x))
+    if x is None:
+        return ("N",)
+    raise _bad_arg(x)
+
+
+class Signature:
+    """What a cache entry is keyed on (reference §2), plus paths for diagnostics."""
+
+    __slots__ = ("treedef", "leaf_keys", "cap_keys", "extra", "key", "_paths", "_tree")
+
+    def __init__(self, treedef, leaf_keys, cap_keys, extra, tree):
+        self.treedef = treedef
+        self.leaf_keys = leaf_keys
+        self.cap_keys = cap_keys
+        self.extra = extra
+        self.key = (treedef, leaf_keys, cap_keys, extra)
+        self._paths = None
+        self._tree = tree
+
+    @property
+    def paths(self):
+        if self._paths is None:
+            args, kwargs = self._tree
+            out = []
+            _paths(list(args), "args", out)
+            for k, v in kwargs.items():
+                _paths(v, f"kwargs[{k!r}]", out)
+            self._paths = out
+        return self._paths
+
+
+def _paths(tree, prefix, out):
+    if isinstance(tree, (list, tuple)):
+        for i, v in enumerate(tree):
+            _paths(v, f"{prefix}[{i}]", out)
+    elif isinstance(tree, dict):
+        for k, v in tree.items():
+            _paths(v, f"{prefix}[{k!r}]", out)
+    else:
+        out.append(prefix)
+
+
+# -- the thread-local cache -------------------------------------------------------------------
+class _ThreadCache:
+    """One thread's entries: id(fun) -> {key: Entry}."""
+
+    __slots__ = ("map", "__weakref__")
+
+    def __init__(self):
+        self.map = {}
+
+
+_tls = threading.local()
+
+
+def _thread_cache() -> _ThreadCache:
+    c = getattr(_tls, "cache", None)
+    if c is None:
+        c = _tls.cache = _ThreadCache()
+    return c
+
+
+def clear_cache() -> None:
+    """Drop the calling thread's compiled traces (called by mx.clear_streams)."""
+    _thread_cache().map.clear()
+
+
+def _erase(fid, last):
+    ref = last[0]
+    cache = ref() if ref is not None else None
+    if cache is not None:
+        cache.map.pop(fid, None)
+
+
+class Entry:
+    __slots__ = ("sig", "tape", "n_out", "out_def", "out_template", "sites", "counts")
+
+    def __init__(self, sig, tape, n_out, out_def, out_template, sites, counts):
+        self.sig, self.tape, self.n_out = sig, tape, n_out
+        self.out_def, self.out_template, self.sites = out_def, out_template, sites
+        self.counts = counts
+
+
+def _prim_counts(tape) -> collections.Counter:
+    c = collections.Counter()
+    seen = set()
+    for a in tape.nodes:
+        k = id(a._siblings) if a._siblings is not None else id(a)
+        if k not in seen:
+            seen.add(k)
+            c[a._prim.name] += 1
+    return c
+
+
+def _get_fuse():
+    try:
+        from .fuse import fuse
+    except ImportError:
+        return None
+    return fuse
+
+
+# -- the compiled function ---------------------------------------------------------------------
+class CompiledFunction:
+    """What `mx.compile(fun)` returns. Calls like `fun`; `stats()` reports the cache."""
+
+    def __init__(self, fun, inputs=None, outputs=None, shapeless=False):
+        self._fun = fun
+        self._inputs = inputs
+        self._outputs = outputs
+        self._shapeless = bool(shapeless)
+        self._fid = id(fun)
+        self._last = [None]  # weakref to the thread cache used last
+        self._hits = 0
+        self._misses = collections.Counter()
+        self._traces = 0
+        self._reasons = []
+        self._warned = False
+        self._name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) \
+            or type(fun).__name__
+        try:
+            functools.update_wrapper(self, fun)
+        except (AttributeError, TypeError):
+            pass
+        weakref.finalize(self, _erase, self._fid, self._last)
+
+    def __getattr__(self, name):  # forward other attribute lookups to the function
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._fun, name)
+
+    def __repr__(self):
+        return f"<compiled function {self._name}>"
+
+    # -- the call -------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        fun = self._fun
+        leaves, treedef = T.flatten((args, kwargs))
+        shapeless = self._shapeless
+        arrays = []
+        lkeys = []
+        for x in leaves:
+            if type(x) is array:
+                arrays.append(x)
+                lkeys.append(("A", x._dtype, len(x._shape) if shapeless else x._shape))
+            else:
+                k = _leaf_key(x, shapeless)
+                if k[0] == "A":
+                    arrays.append(x)
+                lkeys.append(k)
+        if config.compile_disabled():
+            return fun(*args, **kwargs)
+        implicit = [o for o in _IMPLICIT if not _declares(self._inputs, o)]
+        in_slots = _capture_slots(self._inputs, implicit) if (
+            self._inputs is not None or implicit) else []
+        cap = [s.value for s in in_slots]
+        if TraceState.depth and (any(x._tracer for x in arrays) or
+                                 any(x._tracer for x in cap)):
+            return fun(*args, **kwargs)  # inside a transform: inline the function
+        ckeys = tuple(("A", x._dtype, len(x._shape) if shapeless else x._shape) for x in cap)
+        sig = Signature(treedef, tuple(lkeys), ckeys, None, (args, kwargs))
+        cache = _thread_cache()
+        self._last[0] = weakref.ref(cache)
+        entries = cache.map.get(self._fid)
+        entry = entries.get(sig.key) if entries else None
+        if entry is None:
+            entry = self._trace(sig, leaves, treedef, arrays, in_slots, implicit, entries)
+            if entries is None:
+                entries = cache.map.setdefault(self._fid, {})
+            entries[sig.key] = entry
+        else:
+            self._hits += 1
+        real = arrays + cap
+        outs = replay(entry.tape, real, shapeless, entry.sites, self._name)
+        # a constant output must not be the cached object itself (in-place ops would alter it)
+        for i, o in enumerate(outs):
+            if o._prim is None and o._data is not None and not any(o is r for r in real):
+                outs[i] = bind(_COPY, (o,))
+        n = entry.n_out
+        if n < len(outs):
+            out_slots = _capture_slots(self._outputs, implicit) if (
+                self._outputs is not None or implicit) else []
+            for s, v in zip(out_slots, outs[n:]):
+                s.set(v)
+        it = iter(outs[:n])
+        return T.unflatten(entry.out_def, [next(it) if t is _OUT else t
+                                           for t in entry.out_template])
+
+    # -- a cache miss ---------------------------------------------------------------------
+    def _trace(self, sig, leaves, treedef, arrays, in_slots, implicit, entries):
+        name = self._name
+        reason, text = diag.explain_miss(sig, [e.sig for e in entries.values()]
+                                         if entries else [])
+        self._traces += 1
+        self._misses[reason] += 1
+        self._reasons.append(text)
+        cfg = config.get()
+        if cfg.debug >= 1:
+            fname, lineno, _, _ = user_frame()
+            where = f" at {fname}:{lineno}" if fname else ""
+            diag.emit(f"[compile] trace #{self._traces} of {name}{where}: {text}")
+        if RETRACE_LIMIT and self._traces > RETRACE_LIMIT and not self._warned:
+            self._warned = True
+            counts = ", ".join(f"{k}: {v}" for k, v in self._misses.most_common())
+            recent = "\n  ".join(self._reasons[-5:])
+            warnings.warn(
+                f"[compile] `{name}` has been traced {self._traces} times (more than "
+                f"{RETRACE_LIMIT}); each trace costs a Python run of the function. Reasons: "
+                f"{counts}. Most recent:\n  {recent}\nIf shapes change from call to call use "
+                "shapeless=True; pass changing Python scalars as arrays; set "
+                "BRAZE_DEBUG=1 to see every miss.", RuntimeWarning, stacklevel=3)
+        t0 = time.perf_counter()
+        cap = [s.value for s in in_slots]
+        real = arrays + cap
+        phs = [placeholder(x) for x in real]
+        ph_tags = [p._idx for p in phs]
+        it = iter(phs)
+        targs = [next(it) if isinstance(x, array) else x for x in leaves]
+        args2, kwargs2 = T.unflatten(treedef, targs)
+        cap_ph = phs[len(arrays):]
+        recorder = SiteRecorder(SHAPELESS_REFUSED | {"Broadcast", "Reshape"}) \
+            if self._shapeless else None
+        with compile_trace(name, self._shapeless):
+            for s, p in zip(in_slots, cap_ph):
+                s.set(p)
+            try:
+                if recorder is not None:
+                    with recorder:
+                        out = self._fun(*args2, **kwargs2)
+                else:
+                    out = self._fun(*args2, **kwargs2)
+                out_leaves, out_def = T.flatten(out)
+                fun_outs = [x for x in out_leaves if isinstance(x, array)]
+                out_slots = _capture_slots(self._outputs, implicit) if (
+                    self._outputs is not None or implicit) else []
+                cap_outs = [s.get() for s in out_slots]
+            finally:
+                # put the caller's arrays back (also after an error, and also where the
+                # function reassigned a leaf: declared outputs are written back after replay)
+                for s, orig in zip(in_slots, cap):
+                    s.set(orig)
+        template = [_OUT if isinstance(x, array) else x for x in out_leaves]
+        flat_outs = fun_outs + [x for x in cap_outs if isinstance(x, array)]
+        traced = capture(phs, flat_outs, real, name, ph_tags)
+        tape = traced.copy()
+        sites = None
+        if recorder is not None and recorder.sites:
+            sites = {id(c): recorder.sites[id(o)] for o, c in zip(traced.nodes, tape.nodes)
+                     if id(o) in recorder.sites}
+        del traced
+        n = self._traces
+        diag.show_tape(name, n, "traced", tape, 2)
+        before = _prim_counts(tape)
+        mode = cfg.compile_mode
+        if mode != "no_simplify":
+            for p in S.PASSES:
+                tape = p(tape)
+                diag.show_tape(name, n, f"after {p.__name__}", tape, 3)
+        simplified = _prim_counts(tape)
+        fuse = _get_fuse() if mode != "no_fuse" else None
+        if fuse is not None:
+            tape = fuse(tape)
+            diag.show_tape(name, n, "after fuse", tape, 3)
+        after = _prim_counts(tape)
+        if sites:
+            live = {id(a) for a in tape.nodes}
+            sites = {k: v for k, v in sites.items() if k in live} or None
+        counts = {"traced": before, "before_fusion": simplified, "after_fusion": after,
+                  "seconds": time.perf_counter() - t0}
+        return Entry(sig, tape, len(fun_outs), out_def, template, sites, counts)
+
+    # -- diagnostics ------------------------------------------------------------------------
+    def stats(self) -> dict:
+        """hits, misses by reason, traces, and for the traces cached in this thread: the number
+        of fused kernels and of primitives before and after fusion."""
+        entries = _thread_cache().map.get(self._fid, {})
+        before, after = collections.Counter(), collections.Counter()
+        kernels = 0
+        for e in entries.values():
+            before.update(e.counts["before_fusion"])
+            after.update(e.counts["after_fusion"])
+            kernels += sum(v for k, v in e.counts["after_fusion"].items()
+                           if k.startswith("Compiled"))
+        return {
+            "hits": self._hits,
+            "misses": dict(self._misses),
+            "traces": self._traces,
+            "cached_entries": len(entries),
+            "fused_kernels": kernels,
+            "primitives_before_fusion": sum(before.values()),
+            "primitives_after_fusion": sum(after.values()),
+            "primitive_counts_before_fusion": dict(before),
+            "primitive_counts_after_fusion": dict(after),
+            "miss_reasons": list(self._reasons),
+        }
+
+
+_OUT = object()  # marks an array position in a stored output template
+
+
+def _declares(tree, obj) -> bool:
+    """Is `obj` somewhere in the declared captured tree?"""
+    if tree is None:
+        return False
+    todo = [tree]
+    while todo:
+        t = todo.pop()
+        if t is obj:
+            return True
+        if isinstance(t, (list, tuple)):
+            todo.extend(t)
+        elif isinstance(t, dict):
+            todo.extend(t.values())
+    return False
+
+
+def compile(fun=None, inputs=None, outputs=None, shapeless=False):  # noqa: A001
+    """Compile `fun`: trace it once per input signature into a graph, simplify and fuse it,
+    and replay the graph on later calls (MLX's `mx.compile`).
+
+    Usable as `mx.compile(f)`, `@mx.compile`, `@mx.compile(shapeless=True)`,
+    `@mx.compile(inputs=state, outputs=state)` and through `functools.partial`.
+    """
+    if fun is None:
+        return functools.partial(compile, inputs=inputs, outputs=outputs, shapeless=shapeless)
+    if not callable(fun):
+        raise TypeError(f"[compile] Expected a callable, got {type(fun).__name__}: {fun!r}.")
+    return CompiledFunction(fun, inputs, outputs, shapeless)

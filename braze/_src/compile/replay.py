@@ -1,0 +1,108 @@
+"""Replay a stored tape onto real inputs (MLX's `compile_replace`).
+
+Every node becomes a fresh lazy array with the *same primitive object* and the mapped inputs;
+constants map to themselves and placeholders to the caller's arrays, so an identity output
+returns the caller's own array. In shapeless mode each node's shape (and dtype) comes from its
+primitive's `abstract_eval` on the new inputs; primitives whose output shape cannot follow
+their inputs raise a ValueError naming the op and the line that created it.
+"""
+from __future__ import annotations
+
+from ..array import TraceState, array
+from ..prims.base import broadcast_shapes
+
+#: primitives whose output shape is baked from trace-time sizes (MLX refuses the same ones)
+SHAPELESS_REFUSED = frozenset({
+    "Slice", "Pad", "Scatter", "AsStrided", "View", "Split", "FFT", "RandomBits", "Load",
+    "Scan", "BlockMaskedMM", "SegmentedMM", "Depends", "CustomTransforms", "CustomVJP",
+    "QRF", "SVD", "Inverse", "Cholesky", "LUF", "DynamicSlice",
+})
+
+
+def _size(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _shapeless_avals(a, ins, sites, fun_name):
+    prim = a._prim
+    kind = type(prim).__name__
+    site = sites.get(id(a)) if sites else None
+    where = f" (created at {site})" if site else ""
+    if kind in SHAPELESS_REFUSED:
+        raise ValueError(
+            f"[compile] {prim.name} cannot infer its output shape, so `{fun_name}` cannot be "
+            f"compiled with shapeless=True{where}. Compile it with shapeless=False (it then "
+            "retraces for each new input shape), or express the operation with ops whose "
+            "shape follows their inputs.")
+    if kind == "Broadcast":  # a broadcast to a fixed shape keeps it
+        try:
+            ok = broadcast_shapes(ins[0].shape, prim.shape) == tuple(prim.shape)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"[Broadcast] Unable to infer broadcast shape: an input of shape "
+                f"{ins[0].shape} does not broadcast to the traced shape {prim.shape} in "
+                f"shapeless `{fun_name}`{where}.")
+    elif kind == "Reshape":
+        if _size(ins[0].shape) != _size(prim.shape):
+            raise ValueError(
+                f"[reshape] Cannot reshape array of size {_size(ins[0].shape)} into shape "
+                f"{tuple(prim.shape)} (sizes baked at trace time in shapeless `{fun_name}`"
+                f"{where}; use flatten/unflatten so the shape follows the input).")
+    elif kind == "Unflatten":
+        if ins[0].shape[prim.axis] != _size(prim.shape):
+            raise ValueError(
+                f"[unflatten] Cannot unflatten axis {prim.axis} of size "
+                f"{ins[0].shape[prim.axis]} into the shape {tuple(prim.shape)} baked at trace "
+                f"time in shapeless `{fun_name}`{where}.")
+    try:
+        return prim.abstract_eval(*ins)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"[compile] {prim.name} in shapeless `{fun_name}`{where}: {e}") from e
+
+
+def replay(tape, real_inputs, shapeless=False, sites=None, fun_name="fun"):
+    """Fresh lazy outputs of `tape` applied to `real_inputs` (flat, in placeholder order)."""
+    env = {id(p): x for p, x in zip(tape.inputs, real_inputs)}
+    get = env.get
+    tracing = TraceState.depth > 0
+    nodes = tape.nodes
+    i, n = 0, len(nodes)
+    while i < n:
+        a = nodes[i]
+        ins = tuple([get(id(x), x) for x in a._inputs])
+        sibs = a._siblings
+        if sibs is None:
+            if shapeless:
+                shape, dtype = _shapeless_avals(a, ins, sites, fun_name)[0]
+            else:
+                shape, dtype = a._shape, a._dtype
+            out = array._node(shape, dtype, a._prim, ins)
+            if tracing:
+                out._tracer = any(x._tracer for x in ins)
+            env[id(a)] = out
+            i += 1
+            continue
+        k = len(sibs)
+        if shapeless:
+            avals = _shapeless_avals(a, ins, sites, fun_name)
+        else:
+            avals = [(s._shape, s._dtype) for s in nodes[i:i + k]]
+        group = nodes[i:i + k]
+        outs = tuple(array._node(s, d, a._prim, ins) for s, d in avals)
+        tr = tracing and any(x._tracer for x in ins)
+        for j, (o, g) in enumerate(zip(outs, group)):
+            o._siblings = outs
+            o._idx = g._idx
+            o._tracer = tr
+            env[id(g)] = o
+        # keep the sibling tuple in output-index order
+        ordered = tuple(sorted(outs, key=lambda o: o._idx))
+        for o in outs:
+            o._siblings = ordered
+        i += k
+    return [get(id(o), o) for o in tape.outputs]

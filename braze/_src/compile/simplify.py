@@ -1,0 +1,175 @@
+"""The simplify passes, each a named function Tape -> Tape (MLX's `compile_simplify`).
+
+1. `merge_scalar_constants`: equal 0-d constants (same dtype, same bits) become one array.
+2. `remove_noops`: Copy and StopGradient nodes are bypassed (gradients were traced already).
+3. `cse`: nodes with equal primitives (dataclass equality, so parameters such as Log's base or
+   Equal's equal_nan count) and identical inputs are merged; the earlier one survives; a
+   function output is never merged away; multi-output nodes merge sibling by sibling.
+4. `dce`: nodes no output depends on are dropped.
+
+Passes own the tape's nodes (Tape.copy was taken after tracing), so they rewrite `_inputs` in
+place; `set_inputs` keeps the consumer counts (`_nc`) of the arrays right.
+"""
+from __future__ import annotations
+
+from .tape import Tape
+
+NOOPS = ("Copy", "StopGradient")
+
+
+def set_inputs(node, new_inputs) -> None:
+    """Rewire `node` (and its siblings, which share inputs) to `new_inputs`."""
+    new_inputs = tuple(new_inputs)
+    group = node._siblings if node._siblings is not None else (node,)
+    for s in group:
+        for x in s._inputs:
+            x._nc -= 1
+        s._inputs = new_inputs
+        for x in new_inputs:
+            x._nc += 1
+
+
+def _rewire(tape: Tape, subst: dict) -> None:
+    """Replace every input `x` with `subst[id(x)]` (chains resolved) in nodes and outputs."""
+    if not subst:
+        return
+
+    def find(x):
+        while id(x) in subst:
+            x = subst[id(x)]
+        return x
+
+    done = set()
+    for a in tape.nodes:
+        key = id(a._siblings) if a._siblings is not None else id(a)
+        if key in done:
+            continue
+        done.add(key)
+        ins = a._inputs
+        if any(id(x) in subst for x in ins):
+            set_inputs(a, [find(x) for x in ins])
+    tape.outputs = [find(o) for o in tape.outputs]
+
+
+def merge_scalar_constants(tape: Tape) -> Tape:
+    """Merge 0-d constants with equal dtype and bit pattern (NaNs with equal bits merge;
+    0.0 and -0.0 do not)."""
+    ph = {id(p) for p in tape.inputs}
+    first, subst = {}, {}
+    for a in tape.nodes:
+        for x in a._inputs:
+            if x._prim is not None or x._data is None or x._shape != () or id(x) in ph:
+                continue
+            if id(x) in subst:
+                continue
+            key = (x._dtype, x._data.tobytes())
+            keep = first.setdefault(key, x)
+            if keep is not x:
+                subst[id(x)] = keep
+    outs = list(tape.outputs)
+    _rewire(tape, subst)
+    tape.outputs = outs  # outputs keep their own objects
+    return tape
+
+
+def remove_noops(tape: Tape) -> Tape:
+    """Bypass Copy and StopGradient: consumers (and outputs) read the no-op's input."""
+    subst = {}
+    kept = []
+    for a in tape.nodes:
+        if a._prim is not None and type(a._prim).__name__ in NOOPS and a._siblings is None:
+            subst[id(a)] = a._inputs[0]
+        else:
+            kept.append(a)
+    if subst:
+        _rewire(tape, subst)
+        tape.nodes = kept
+    return tape
+
+
+def _same_prim(p, q) -> bool:
+    if p is q:
+        return True
+    if type(p) is not type(q):
+        return False
+    try:
+        return bool(p == q)
+    except Exception:  # a parameter without a usable equality (e.g. an ndarray)
+        return False
+
+
+def cse(tape: Tape) -> Tape:
+    """Common-subexpression elimination in one forward sweep (inputs are already merged when a
+    node is reached, so chains of duplicates collapse too)."""
+    outs = {id(o) for o in tape.outputs}
+    table = {}
+    subst = {}
+    kept = []
+    seen_groups = set()
+
+    def find(x):
+        while id(x) in subst:
+            x = subst[id(x)]
+        return x
+
+    for a in tape.nodes:
+        group = a._siblings if a._siblings is not None else (a,)
+        gkey = id(group) if a._siblings is not None else id(a)
+        if gkey in seen_groups:
+            continue  # siblings were handled with the first of their group
+        seen_groups.add(gkey)
+        ins = tuple(find(x) for x in a._inputs)
+        if any(i is not x for i, x in zip(ins, a._inputs)):
+            set_inputs(a, ins)
+        try:
+            hkey = (type(a._prim), tuple(id(x) for x in ins), len(group), hash(a._prim))
+        except TypeError:
+            hkey = (type(a._prim), tuple(id(x) for x in ins), len(group), None)
+        merged = False
+        if not any(id(s) in outs for s in group):
+            for cand in table.get(hkey, ()):
+                if _same_prim(cand[0]._prim, a._prim) and all(
+                        c._shape == s._shape and c._dtype == s._dtype
+                        for c, s in zip(cand, group)):
+                    for c, s in zip(cand, group):
+                        subst[id(s)] = c
+                    merged = True
+                    break
+        if not merged:
+            table.setdefault(hkey, []).append(group)
+            kept.extend(group)
+    tape.nodes = kept
+    tape.outputs = [find(o) for o in tape.outputs]
+    return tape
+
+
+def dce(tape: Tape) -> Tape:
+    """Drop nodes whose whole sibling group feeds no output."""
+    live = set()
+    stack = [o for o in tape.outputs]
+    while stack:
+        a = stack.pop()
+        group = a._siblings if a._siblings is not None else (a,)
+        for s in group:
+            if id(s) in live:
+                continue
+            live.add(id(s))
+            stack.extend(s._inputs)
+    dead = [a for a in tape.nodes if id(a) not in live]
+    if dead:
+        for a in dead:  # release their hold on inputs (consumer counts)
+            for x in a._inputs:
+                x._nc -= 1
+            a._inputs = ()
+        tape.nodes = [a for a in tape.nodes if id(a) in live]
+    return tape
+
+
+#: the simplify pipeline, in order (each a Tape -> Tape function)
+PASSES = (merge_scalar_constants, remove_noops, cse, dce)
+
+
+def simplify(tape: Tape) -> Tape:
+    for p in PASSES:
+        tape = p(tape)
+    return tape
