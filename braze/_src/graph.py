@@ -62,43 +62,72 @@ def all_nodes(roots):
     return order
 
 
+def _letters(n: int) -> str:
+    """MLX's NodeNamer sequence: 1 -> A, 26 -> Z, 27 -> AA, ..."""
+    out = []
+    while n > 0:
+        out.append(chr(ord("A") + (n - 1) % 26))
+        n = (n - 1) // 26
+    return "".join(reversed(out))
+
+
 def to_dot(outputs, named_outputs=None) -> str:
-    """Graphviz DOT text of the graph behind `outputs`, one node per primitive, as MLX writes it."""
+    """Graphviz DOT text of the graph behind `outputs`, exactly as MLX's `export_to_dot` writes
+    it: arrays are quoted names (`"A"`, `"B"`, ... in first-seen order, or the keyword names
+    given in `named_outputs`), arrays without a primitive are `rank=source`, outputs nobody
+    consumes are `rank=sink`, and each primitive is `{ <id> [label ="Name", shape=rectangle]; }`
+    with an edge from each input (repeated inputs repeat the edge) and to each output."""
     named_outputs = named_outputs or {}
     roots = list(outputs) + list(named_outputs.values())
-    names = {id(a): n for n, a in named_outputs.items()}
-    lines = ["digraph {"]
-    ids = {}
-    done_prims = set()
+    names = {}
+    for n, a in named_outputs.items():  # named arrays take their slot in the sequence
+        names.setdefault(id(a), n)
+    counter = [len(named_outputs)]
 
-    def node_id(a):
-        key = id(a._siblings) if a._siblings is not None else id(a)
-        if key not in ids:
-            ids[key] = len(ids)
-        return ids[key]
+    def name(a):
+        n = names.get(id(a))
+        if n is None:
+            counter[0] += 1
+            n = names[id(a)] = _letters(counter[0])
+        return f'"{n}"'
 
-    counter = 0
-    arr_ids = {}
-
-    def arr_id(a):
-        nonlocal counter
-        if id(a) not in arr_ids:
-            arr_ids[id(a)] = counter
-            counter += 1
-        return arr_ids[id(a)]
-
-    for a in all_nodes(roots):
-        aid = arr_id(a)
-        label = names.get(id(a), f"{a.dtype.name} {list(a.shape)}")
-        lines.append(f'{{ rank=same; a{aid} [label ="{label}", shape=box]; }}')
-        if a._prim is None:
+    # MLX's traversal: inputs before consumers, a node once (siblings together)
+    order, seen = [], set()
+    for r in roots:
+        if id(r) in seen:
             continue
-        nid = node_id(a)
-        if nid not in done_prims:
-            done_prims.add(nid)
-            lines.append(f'{{ rank=same; p{nid} [label ="{a._prim.name}"]; }}')
-            for x in a._inputs:
-                lines.append(f"a{arr_id(x)} -> p{nid}")
-        lines.append(f"p{nid} -> a{aid}")
+        stack = [(r, 0)]
+        _mark(r, seen)
+        while stack:
+            node, i = stack[-1]
+            ins = node._inputs
+            if i < len(ins):
+                stack[-1] = (node, i + 1)
+                c = ins[i]
+                if id(c) not in seen:
+                    _mark(c, seen)
+                    stack.append((c, 0))
+            else:
+                stack.pop()
+                order.append(node)
+    consumed = set()
+    for a in order:
+        for s in (a._siblings if a._siblings is not None else (a,)):
+            for x in s._inputs:
+                consumed.add(id(x))
+    out_ids = {id(o) for o in roots}
+    lines = ["digraph {"]
+    for a in order:
+        if a._prim is None:
+            lines.append(f"{{ rank=source; {name(a)}; }}")
+            continue
+        pid = id(a._siblings) if a._siblings is not None else id(a)
+        lines.append(f'{{ {pid} [label ="{a._prim.name}", shape=rectangle]; }}')
+        for x in a._inputs:
+            lines.append(f"{name(x)} -> {pid}")
+        for o in (a._siblings if a._siblings is not None else (a,)):
+            sink = "rank=sink; " if id(o) in out_ids and id(o) not in consumed else ""
+            lines.append(f"{{ {sink}{name(o)}; }}")
+            lines.append(f"{pid} -> {name(o)}")
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)

@@ -101,7 +101,10 @@ def _run(a):
             "`state.append(z)` in a function compiled without `outputs=state`). Declare such "
             "state with `mx.compile(fun, inputs=state, outputs=state)`; see docs/compile.md.")
     ins = a._inputs
-    outs = prim.eval_cpu(*[x._data for x in ins])
+    if prim.node_eval:
+        outs = prim.eval_node(a)
+    else:
+        outs = prim.eval_cpu(*[x._data for x in ins])
     # a tracer keeps its graph while a transform is active, so the transform can walk it
     keep = a._tracer and TraceState.depth
     sibs = a._siblings

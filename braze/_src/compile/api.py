@@ -232,6 +232,8 @@ class Entry:
     __slots__ = ("sig", "tape", "n_out", "out_def", "out_template", "sites", "counts")
 
     def __init__(self, sig, tape, n_out, out_def, out_template, sites, counts):
+        sig.paths  # noqa: B018 -- computed now, so the entry does not keep the call's arrays
+        sig._tree = None  # (they would leak and could never be donated)
         self.sig, self.tape, self.n_out = sig, tape, n_out
         self.out_def, self.out_template, self.sites = out_def, out_template, sites
         self.counts = counts

@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as D
-from ..array import array
+from ..array import TraceState, array
 from ..prims.base import bind, broadcast_shapes
 from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
@@ -129,6 +129,9 @@ def _scalar_operand(v, like: array, op: str) -> array:
     the cached arrays are internal (never returned to users), so sharing them is safe.
     """
     t = type(v)
+    if TraceState.depth:  # traces keep their own constants (a cached node may get evaluated)
+        c = array(v, _weak_dtype(v, like._dtype, op))
+        return broadcast_to_shape(c, like._shape) if c._dtype is like._dtype else c
     sign = math.copysign(1.0, v) if t is float else 0  # tells 0.0 from -0.0
     key = (t, v, sign, like._dtype, like._shape)
     c = _SCALARS.get(key)

@@ -42,6 +42,9 @@ class Primitive:
     differentiable = True
     #: how the primitive reads inside a generated kernel; having one makes it fusable
     codegen = None
+    #: True when the scheduler should call `eval_node(array)` instead of `eval_cpu(*buffers)`
+    #: (a fused kernel that may donate an input buffer needs to see the graph node)
+    node_eval = False
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

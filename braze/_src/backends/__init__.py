@@ -1,0 +1,13 @@
+"""Backends that run fused kernels (DESIGN.md §6), registered by name.
+
+`get()` returns the backend the `BRAZE_BACKEND` knob names; `numpy` is the reference and is
+always available.
+"""
+from . import base
+from .base import Backend, Compiler, Program, Renderer, Variant, get, register, registered
+from .numpy import NumpyBackend
+
+register("numpy", NumpyBackend)
+
+__all__ = ["base", "Backend", "Compiler", "Program", "Renderer", "Variant", "get", "register",
+           "registered", "NumpyBackend"]

@@ -1,0 +1,221 @@
+"""The `Compiled` primitive: one fused elementwise region (a `KernelIR`) as a graph node.
+
+- `name` is MLX's: "Compiled" + the primitive names of the region in tape order
+  (`CompiledBroadcastMultiplyAdd`), so `export_to_dot` output reads like MLX's.
+- `abstract_eval`: every output has the region's common shape (the broadcast of the input
+  shapes, see `KernelIR.output_shape`), dtypes come from the IR; this is what shapeless replay
+  calls.
+- Evaluation is delegated to the active backend (`BRAZE_BACKEND`, resolved by name at run time:
+  the backends layer sits above this one). `eval_node(node)` additionally decides which inputs
+  may be donated: an input is donatable when nothing but this node references the array object
+  and nothing but that array references its buffer (checked with `sys.getrefcount` and the
+  arrays' consumer counts `_nc`), it owns its buffer, and no transform is keeping the graph.
+- vjp / jvp / vmap expand the region back into its primitives and apply their rules op by op
+  (MLX raises here; braze can transform a fused graph, e.g. `grad` of a replayed compiled
+  function built outside any trace).
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass, field
+
+from ..array import TraceState
+from ..prims.base import Primitive, bind, ops
+from .kernel_ir import KernelIR
+
+_getrefcount = sys.getrefcount
+
+
+class _Aval:
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+_backends = None
+
+
+def backend():
+    """The active backend (the backends package is found by name: it sits above compile)."""
+    global _backends
+    if _backends is None:
+        _backends = importlib.import_module("braze._src.backends")
+    return _backends.get()
+
+
+@dataclass(frozen=True, repr=False)
+class Compiled(Primitive):
+    """A fused elementwise region; its single field is the region's KernelIR."""
+
+    ir: KernelIR
+    _shapes: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    #: the scheduler calls `eval_node(node)` (donation needs the node, not just its buffers)
+    node_eval = True
+
+    @property
+    def name(self) -> str:
+        return self.ir.name
+
+    def __repr__(self):
+        return f"{self.ir.name}(key={self.ir.key})"
+
+    @property
+    def differentiable(self) -> bool:
+        return any(getattr(op.prim, "differentiable", True) for op in self.ir.ops)
+
+    # -- shapes --------------------------------------------------------------------------------
+    def output_shape(self, input_shapes) -> tuple:
+        key = tuple(input_shapes)
+        out = self._shapes.get(key)
+        if out is None:
+            out = self.ir.output_shape(key)
+            if len(self._shapes) > 64:
+                self._shapes.clear()
+            self._shapes[key] = out
+        return out
+
+    def abstract_eval(self, *inputs) -> list:
+        shape = self.output_shape([x.shape for x in inputs])
+        return [(shape, dt) for dt in self.ir.output_dtypes]
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def eval_cpu(self, *xs) -> list:
+        """Evaluate on NumPy buffers (no donation: the buffers' owners are unknown here)."""
+        return backend().run_compiled(self.ir, xs, None, None)
+
+    def eval_node(self, node) -> list:
+        """Evaluate the unevaluated node `node` (one of this primitive's outputs), donating
+        the input buffers nothing else references."""
+        ins = node._inputs
+        donatable = None
+        if ins and not (node._tracer and TraceState.depth):
+            donatable = self._donatable(node, ins)
+        xs = [x._data for x in ins]
+        outs = backend().run_compiled(self.ir, xs, node._shape, donatable)
+        if donatable:
+            _move_byte_counts(ins, xs, outs)
+        return outs
+
+    def _donatable(self, node, ins):
+        sibs = node._siblings if node._siblings is not None else (node,)
+        holders = {id(s._inputs) for s in sibs}
+        n_slots = len(sibs)
+        expect = len(holders) + 2  # holder tuples + the loop variable + getrefcount's argument
+        consts = self.ir.const_mask
+        flags = [False] * len(ins)
+        any_ok = False
+        for k in range(len(ins)):  # not enumerate: its cached tuple would hold a reference
+            x = ins[k]
+            if consts[k] or not x._shape or x._nc != n_slots or x._prim is not None:
+                continue
+            if _getrefcount(x) != expect:
+                continue
+            d = x._data
+            # the array's slot + the local + getrefcount's argument: no view, no other holder
+            if d is None or d.base is not None or _getrefcount(d) != 3:
+                continue
+            flags[k] = True
+            any_ok = True
+        return flags if any_ok else None
+
+    # -- transforms: expand the region into its primitives -------------------------------------
+    def _expand(self, inputs):
+        vals = list(inputs)
+        for op in self.ir.ops:
+            vals.append(bind(op.prim, tuple(vals[r] for r in op.args)))
+        return vals
+
+    def _fit(self, x, shape):
+        return x if tuple(x.shape) == tuple(shape) else ops.broadcast_to(x, shape)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ir = self.ir
+        n = len(ir.inputs)
+        vals = self._expand(primals)
+        live = [False] * len(vals)
+        for i in argnums:
+            live[i] = True
+        for i, op in enumerate(ir.ops):
+            live[n + i] = any(live[r] for r in op.args)
+        cots = {}
+
+        def add(ref, v):
+            want = vals[ref].shape
+            if tuple(v.shape) != tuple(want):
+                from ..prims.core import sum_to_shape
+                v = sum_to_shape(v, want)
+            prev = cots.get(ref)
+            cots[ref] = v if prev is None else prev + v
+
+        for ref, c in zip(ir.outputs, cotangents):
+            if c is not None:
+                add(ref, c)
+        for i in range(len(ir.ops) - 1, -1, -1):
+            r = n + i
+            ct = cots.pop(r, None)
+            op = ir.ops[i]
+            if ct is None or not live[r] or not getattr(op.prim, "differentiable", True):
+                continue
+            args = [vals[a] for a in op.args]
+            nums = [j for j, a in enumerate(op.args) if live[a]]
+            res = op.prim.vjp(args, [ct], nums, [vals[r]])
+            for j, v in zip(nums, res):
+                add(op.args[j], v)
+        return [cots[i] if i in cots else ops.zeros_like(primals[i]) for i in argnums]
+
+    def jvp(self, primals, tangents, argnums):
+        ir = self.ir
+        n = len(ir.inputs)
+        vals = self._expand(primals)
+        tans = dict(zip(argnums, tangents))
+        for i, op in enumerate(ir.ops):
+            r = n + i
+            nums = [j for j, a in enumerate(op.args) if a in tans]
+            if not nums:
+                continue
+            if not getattr(op.prim, "differentiable", True):
+                tans[r] = ops.zeros_like(vals[r])
+                continue
+            args = [vals[a] for a in op.args]
+            tans[r] = op.prim.jvp(args, [tans[op.args[j]] for j in nums], nums)[0]
+        shape = self.output_shape([x.shape for x in primals])
+        return [self._fit(tans[o], shape) if o in tans
+                else ops.zeros_like(self._fit(vals[o], shape)) for o in ir.outputs]
+
+    def vmap(self, inputs, axes):
+        ir = self.ir
+        mapped = [(x, ax) for x, ax in zip(inputs, axes)]
+        for op in ir.ops:
+            args = [mapped[r][0] for r in op.args]
+            in_axes = [mapped[r][1] for r in op.args]
+            if all(ax is None for ax in in_axes):
+                mapped.append((bind(op.prim, tuple(args)), None))
+                continue
+            new, new_axes = op.prim.vmap(args, in_axes)
+            mapped.append((new[0], new_axes[0]))
+        return [mapped[r][0] for r in ir.outputs], [mapped[r][1] for r in ir.outputs]
+
+
+def _move_byte_counts(ins, xs, outs):
+    """A donated buffer now belongs to the output: stop counting it under the input too."""
+    from .. import memory
+    out_ids = {id(o) for o in outs}
+    for x, d in zip(ins, xs):
+        if id(d) in out_ids and x._mem:
+            memory.Counters.active -= x._mem
+            x._mem = 0

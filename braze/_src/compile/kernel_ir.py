@@ -1,0 +1,207 @@
+"""KernelIR: the backend-neutral description of one fused elementwise region.
+
+A region reads N inputs, runs a list of elementwise primitives in topological order and writes
+one or more outputs, all of the same shape: the broadcast of the input shapes (the shape rule of
+MLX's `Compiled::output_shapes`). Nothing in the IR depends on shapes or layouts, so one IR
+serves every shape of a shapeless function; backends pick a variant (contiguous, strided) at
+run time from the buffers they are given.
+
+Value references (`Ref`) are integers: `0 .. len(inputs)-1` name the inputs, and
+`len(inputs) + i` names the result of `ops[i]`.
+
+Scalar constants (size-1 arrays with data and no primitive that are not function inputs) are
+*baked*: their exact bytes are stored in the IR, so NaN, +-Inf and every float (float64
+`math.pi` included) round-trip bit for bit, and kernels for different constants get different
+keys. Their arrays stay inputs of the `Compiled` node (so the shape rule sees their shape), but a
+backend never needs to read them at run time.
+
+The IR is a frozen dataclass: equal regions compare equal and hash equal (constants compare by
+their bytes, so two NaN constants are equal), `str()` renders it readably, and `key` is a stable
+hex digest (independent of the process) for in-memory and on-disk kernel caches.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import dtypes as D
+from ..prims.core import Broadcast
+
+
+@dataclass(frozen=True)
+class IRInput:
+    """One input of a region: its dtype and, for a baked scalar constant, its exact bytes."""
+
+    dtype: D.Dtype
+    #: the raw bytes of the constant's single element in `dtype`, or None for a run-time input
+    value: bytes | None = None
+
+    @property
+    def const(self) -> bool:
+        return self.value is not None
+
+    @staticmethod
+    def constant(data: np.ndarray) -> "IRInput":
+        """The baked constant holding the single element of `data` (any size-1 shape)."""
+        flat = np.ascontiguousarray(data).reshape(-1)[:1]
+        return IRInput(D.from_numpy(flat.dtype), flat.tobytes())
+
+    def array(self) -> np.ndarray:
+        """The constant as a 0-d NumPy array of its dtype (bit-exact)."""
+        return np.frombuffer(self.value, dtype=self.dtype.np_dtype).reshape(())
+
+    def py_value(self):
+        """The constant as a Python bool/int/float/complex (exact: float16/bfloat16 widen
+        exactly to float)."""
+        v = self.array()[()]
+        k = self.dtype.kind
+        if k == "b":
+            return bool(v)
+        if k in "ui":
+            return int(v)
+        if k == "c":
+            return complex(v)
+        return float(v)
+
+    def literal(self) -> str:
+        """Python source text for the constant, exact: `float('nan')`, `float('-inf')`, the
+        shortest round-trip `repr` of finite floats, `True`, integers as they are."""
+        v = self.py_value()
+        if isinstance(v, float):
+            return _float_literal(v)
+        if isinstance(v, complex):
+            return f"complex({_float_literal(v.real)}, {_float_literal(v.imag)})"
+        return repr(v)
+
+
+def _float_literal(v: float) -> str:
+    if math.isnan(v):
+        return "float('nan')" if math.copysign(1.0, v) > 0 else "-float('nan')"
+    if math.isinf(v):
+        return "float('inf')" if v > 0 else "float('-inf')"
+    return repr(v)
+
+
+@dataclass(frozen=True)
+class IROp:
+    """`prim` applied to the values `args` (refs), giving one value of dtype `dtype`."""
+
+    prim: object
+    args: tuple
+    dtype: D.Dtype
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    """A fused elementwise region: inputs, ops in topological order, output refs."""
+
+    inputs: tuple
+    ops: tuple
+    outputs: tuple
+    _key: list = field(default_factory=list, compare=False, repr=False, hash=False)
+
+    # -- structure -----------------------------------------------------------------------------
+    @property
+    def n_inputs(self) -> int:
+        return len(self.inputs)
+
+    def dtype_of(self, ref: int) -> D.Dtype:
+        n = len(self.inputs)
+        return self.inputs[ref].dtype if ref < n else self.ops[ref - n].dtype
+
+    @property
+    def output_dtypes(self) -> tuple:
+        return tuple(self.dtype_of(r) for r in self.outputs)
+
+    @property
+    def const_mask(self) -> tuple:
+        return tuple(i.const for i in self.inputs)
+
+    @property
+    def name(self) -> str:
+        """MLX's primitive name: "Compiled" + the primitive names in tape order."""
+        return "Compiled" + "".join(op.prim.name for op in self.ops)
+
+    def last_uses(self) -> list:
+        """For every ref, the index of the last op that reads it (-1: none)."""
+        last = [-1] * (len(self.inputs) + len(self.ops))
+        for i, op in enumerate(self.ops):
+            for r in op.args:
+                last[r] = i
+        return last
+
+    def output_shape(self, input_shapes) -> tuple:
+        """The common output shape: the broadcast of the input shapes (MLX's rule).
+
+        A `Broadcast` inside the region (the only way a region can be larger than its inputs,
+        e.g. `exp(broadcast_to(x, s))`) contributes its target when it is compatible; a target
+        that no longer fits (a shapeless call with new shapes) is ignored, as in MLX, where the
+        kernel realises broadcasting with strides.
+        """
+        from ..prims.base import broadcast_shapes
+        out = broadcast_shapes(*input_shapes, op="compile")
+        for op in self.ops:
+            # a static broadcast only: a DynamicBroadcast's shape follows its inputs
+            if type(op.prim) is Broadcast:
+                try:
+                    out = broadcast_shapes(out, op.prim.shape)
+                except ValueError:
+                    pass
+        return out
+
+    # -- identity ------------------------------------------------------------------------------
+    def kernel_text(self) -> str:
+        """Canonical text of everything a kernel depends on: no shapes, no object ids.
+
+        Broadcast targets are left out (a kernel realises broadcasting with strides), so one
+        kernel serves every shape; constants are written as their exact bytes.
+        """
+        lines = []
+        for i, inp in enumerate(self.inputs):
+            if inp.const:
+                lines.append(f"in{i}:{inp.dtype.name}=0x{inp.value.hex()}")
+            else:
+                lines.append(f"in{i}:{inp.dtype.name}")
+        for i, op in enumerate(self.ops):
+            lines.append(f"t{i}:{op.dtype.name}={_op_identity(op.prim)}"
+                         f"({','.join(map(str, op.args))})")
+        lines.append("out:" + ",".join(map(str, self.outputs)))
+        return "\n".join(lines)
+
+    @property
+    def key(self) -> str:
+        """A stable hex digest of `kernel_text()` (same in every process)."""
+        if not self._key:
+            self._key.append(hashlib.sha256(self.kernel_text().encode()).hexdigest()[:32])
+        return self._key[0]
+
+    # -- printing ------------------------------------------------------------------------------
+    def ref_name(self, ref: int) -> str:
+        n = len(self.inputs)
+        if ref < n:
+            return f"c{ref}" if self.inputs[ref].const else f"in{ref}"
+        return f"t{ref - n}"
+
+    def __str__(self) -> str:
+        lines = [f"{self.name} (key {self.key})"]
+        for i, inp in enumerate(self.inputs):
+            if inp.const:
+                lines.append(f"  c{i}: {inp.dtype.name} = {inp.literal()}")
+            else:
+                lines.append(f"  in{i}: {inp.dtype.name}")
+        for i, op in enumerate(self.ops):
+            args = ", ".join(self.ref_name(r) for r in op.args)
+            lines.append(f"  t{i}: {op.dtype.name} = {op.prim!r}({args})")
+        lines.append("  return " + ", ".join(self.ref_name(r) for r in self.outputs))
+        lines.append("  shape: broadcast of the input shapes")
+        return "\n".join(lines)
+
+
+def _op_identity(prim) -> str:
+    if isinstance(prim, Broadcast):
+        return "Broadcast"
+    code = getattr(prim, "codegen", None)
+    return f"{prim.name}[{code}]" if code is not None else repr(prim)
