@@ -930,8 +930,7 @@ def test_compile_donates_input_buffer():
     out = mx.compile(lambda x: mx.sin(x) + 1)(inp)
     del inp
     mx.eval(out)
-    if np.asarray(out, copy=False).__array_interface__["data"][0] != ptr:
-        pytest.skip("needs buffer donation (compile B, issue 4 item 8)")
+    assert np.asarray(out, copy=False).__array_interface__["data"][0] == ptr
 
 
 # 63
