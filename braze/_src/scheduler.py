@@ -12,6 +12,7 @@ import numpy as np
 
 from .array import TraceState, _set_data
 from .graph import toposort
+from .np_errors import restore, silence
 
 
 class CompileTraces:
@@ -140,7 +141,11 @@ def _drop_inputs(a):
 def eval_arrays(arrays) -> None:
     """Evaluate a flat iterable of arrays."""
     order = toposort(arrays)
-    for i in range(len(order)):
-        a = order[i]
-        order[i] = None  # the tape must not keep intermediates alive
-        _run(a)
+    tok = silence()  # kernels return IEEE inf/nan without NumPy's warnings
+    try:
+        for i in range(len(order)):
+            a = order[i]
+            order[i] = None  # the tape must not keep intermediates alive
+            _run(a)
+    finally:
+        restore(tok)

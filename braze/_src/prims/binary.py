@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes as D
 from .base import Primitive, ops
-from .unary import elementwise_vmap, in_f32, kind, make_elementwise, quiet
+from .unary import elementwise_vmap, in_f32, kind, make_elementwise
 
 _U8 = np.dtype(np.uint8)
 
@@ -111,7 +111,7 @@ def _select_jvp(self, primals, tangents, argnums):
 _G = globals()
 _B = dict(namespace=_G, arity=2)
 _NDB = dict(namespace=_G, arity=2, differentiable=False)
-_NDQ = dict(namespace=_G, arity=2, differentiable=False, quiet=False)
+_NDQ = dict(namespace=_G, arity=2, differentiable=False)
 
 ADD = make_elementwise("Add", np.add, "same", "({0} + {1})",
                        d=(lambda t, a, b, o: t, lambda t, a, b, o: t), **_B)
@@ -154,7 +154,7 @@ GREATER = make_elementwise("Greater", np.greater, "bool", "({0} > {1})", **_NDQ)
 GREATER_EQUAL = make_elementwise("GreaterEqual", np.greater_equal, "bool", "({0} >= {1})",
                                  **_NDQ)
 SELECT = make_elementwise("Select", _select, "second", "({1} if {0} else {2})", namespace=_G,
-                          arity=3, quiet=False, vjp=_select_vjp, jvp=_select_jvp)
+                          arity=3, vjp=_select_vjp, jvp=_select_jvp)
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ class DivMod(Primitive):
         return [(a.shape, a.dtype), (a.shape, a.dtype)]
 
     def eval_cpu(self, a, b):
-        return [quiet(_floor_divide, a, b), quiet(REMAINDER.fn, a, b)]
+        return [_floor_divide(a, b), REMAINDER.fn(a, b)]
 
     def vmap(self, inputs, axes):
         return elementwise_vmap(self, inputs, axes)

@@ -27,33 +27,6 @@ import numpy as np
 from .. import dtypes as D
 from .base import Primitive, bind, ops
 
-# -- quiet NumPy calls ------------------------------------------------------------------------
-# np.errstate costs ~1 us per use; setting NumPy's error-state context variable directly with a
-# prebuilt "ignore everything" state costs a fifth of that. Fall back to np.errstate if the
-# private names move.
-try:
-    from numpy._core._ufunc_config import _extobj_contextvar as _CV
-    from numpy._core._ufunc_config import _make_extobj
-
-    _IGNORE = _make_extobj(all="ignore")
-except Exception:  # pragma: no cover - other NumPy versions
-    _CV = None
-    _IGNORE = None
-
-
-if _CV is not None:
-    def quiet(fn, *xs):
-        """fn(*xs) with NumPy floating-point warnings silenced."""
-        tok = _CV.set(_IGNORE)
-        try:
-            return fn(*xs)
-        finally:
-            _CV.reset(tok)
-else:  # pragma: no cover
-    def quiet(fn, *xs):
-        with np.errstate(all="ignore"):
-            return fn(*xs)
-
 
 # -- the class factory ------------------------------------------------------------------------
 class _Elementwise(Primitive):
@@ -158,55 +131,26 @@ def _make_abstract(kind: str, arity: int):
 _BOOL, _F32, _C64 = D.bool_, D.float32, D.complex64
 
 
-def _make_eval(fn, arity: int, quiet_: bool):
-    """eval_cpu specialized on arity, calling the NumPy kernel directly."""
-    if not quiet_:
-        if arity == 1:
-            def eval_cpu(self, x):
-                return [fn(x)]
-        elif arity == 2:
-            def eval_cpu(self, x, y):
-                return [fn(x, y)]
-        else:
-            def eval_cpu(self, *xs):
-                return [fn(*xs)]
-        return eval_cpu
-    if _CV is None:  # pragma: no cover
-        def eval_cpu(self, *xs):
-            with np.errstate(all="ignore"):
-                return [fn(*xs)]
-        return eval_cpu
-    cv, ign = _CV, _IGNORE
+def _make_eval(fn, arity: int):
+    """eval_cpu specialized on arity, calling the NumPy kernel directly (the scheduler has
+    silenced floating-point warnings for the whole evaluation)."""
     if arity == 1:
         def eval_cpu(self, x):
-            tok = cv.set(ign)
-            try:
-                return [fn(x)]
-            finally:
-                cv.reset(tok)
+            return [fn(x)]
     elif arity == 2:
         def eval_cpu(self, x, y):
-            tok = cv.set(ign)
-            try:
-                return [fn(x, y)]
-            finally:
-                cv.reset(tok)
+            return [fn(x, y)]
     else:
         def eval_cpu(self, *xs):
-            tok = cv.set(ign)
-            try:
-                return [fn(*xs)]
-            finally:
-                cv.reset(tok)
+            return [fn(*xs)]
     return eval_cpu
 
 
-def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True, quiet=True,
+def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True,
                      namespace=None, d=None, **rules):
     """Create, register and return the singleton instance of a parameterless primitive.
 
-    `quiet=False` skips the error-state guard for kernels that can never warn (comparisons,
-    bitwise and logical ops). The class is also stored in `namespace` (a module's globals).
+    The class is also stored in `namespace` (a module's globals).
     `d` gives the derivative as `linear_rules` reads it (one function, or a tuple of one per
     input), from which vjp and jvp are built; `rules` become methods of the class (e.g. `vjp=`,
     `jvp=`, `vmap=` functions of `self`) and take precedence. vmap is `elementwise_vmap`.
@@ -221,7 +165,7 @@ def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True, q
         "arity": arity,
         "differentiable": differentiable,
         "abstract_eval": _make_abstract(kind, arity),
-        "eval_cpu": _make_eval(fn, arity, quiet),
+        "eval_cpu": _make_eval(fn, arity),
         **(linear_rules(d) if d is not None else {}),
         **rules,
     }
@@ -356,7 +300,7 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _G = globals()
 _U = dict(namespace=_G)
 _ND = dict(namespace=_G, differentiable=False)
-_NDQ = dict(namespace=_G, differentiable=False, quiet=False)
+_NDQ = dict(namespace=_G, differentiable=False)
 
 ABS = make_elementwise("Abs", np.absolute, "real", "abs({0})", vjp=_abs_vjp, jvp=_abs_jvp, **_U)
 NEGATIVE = make_elementwise("Negative", np.negative, "same", "(-{0})", d=lambda t, x, y: -t, **_U)
@@ -437,7 +381,7 @@ class Log(Primitive):
         return [(x.shape, x.dtype)]
 
     def eval_cpu(self, x):
-        return [quiet(_LOG_FN[self.base], x)]
+        return [_LOG_FN[self.base](x)]
 
     def jvp(self, primals, tangents, argnums):
         return _LOG_RULES[self.base]["jvp"](self, primals, tangents, argnums)
@@ -474,8 +418,8 @@ class Round(Primitive):
         k = kind(x.dtype)
         if k in "fc":
             if x.dtype.itemsize < 4:  # np.round leaves ml_dtypes' bfloat16 unrounded
-                return [quiet(np.round, x.astype(np.float32), d).astype(x.dtype)]
-            return [quiet(np.round, x, d)]
+                return [np.round(x.astype(np.float32), d).astype(x.dtype)]
+            return [np.round(x, d)]
         if k == "b" or d >= 0:
             return [x.copy()]
         s = 10.0 ** (-d)  # integers at negative decimals: half to even on x / 10**-d

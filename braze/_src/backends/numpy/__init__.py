@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...prims.core import Broadcast
-from ...prims.unary import quiet
+from ...np_errors import quiet
 from ..base import Backend
 
 _IDENTITY = "{0}"

@@ -1,0 +1,45 @@
+"""Silencing NumPy's floating-point warnings cheaply.
+
+Kernels must return IEEE results (inf, nan) without warnings. `np.errstate` costs ~1 us per use;
+setting NumPy's error-state context variable directly with a prebuilt "ignore everything" state
+costs a fifth of that, and the scheduler does it once per `eval`, not once per op. Falls back to
+np.errstate if NumPy's private names move.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _CV
+    from numpy._core._ufunc_config import _make_extobj
+
+    _IGNORE = _make_extobj(all="ignore")
+except Exception:  # pragma: no cover - other NumPy versions
+    _CV = None
+    _IGNORE = None
+
+
+if _CV is not None:
+    def silence():
+        """Start ignoring floating-point errors; returns the token for `restore`."""
+        return _CV.set(_IGNORE)
+
+    def restore(token) -> None:
+        _CV.reset(token)
+else:  # pragma: no cover
+    def silence():
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def restore(token) -> None:
+        token.__exit__(None, None, None)
+
+
+def quiet(fn, *xs):
+    """fn(*xs) with NumPy floating-point warnings silenced."""
+    tok = silence()
+    try:
+        return fn(*xs)
+    finally:
+        restore(tok)
