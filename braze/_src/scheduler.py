@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 
+from . import memory
 from .array import TraceState, _set_data
 from .graph import toposort
 from .np_errors import restore, silence
@@ -143,9 +144,37 @@ def eval_arrays(arrays) -> None:
     order = toposort(arrays)
     tok = silence()  # kernels return IEEE inf/nan without NumPy's warnings
     try:
+        tracing = TraceState.depth
+        counters = memory.Counters
         for i in range(len(order)):
             a = order[i]
             order[i] = None  # the tape must not keep intermediates alive
-            _run(a)
+            prim = a._prim
+            if (prim is None or prim.node_eval or a._siblings is not None
+                    or (tracing and a._tracer)):
+                _run(a)
+                continue
+            # the common case, inlined: one output, a NumPy kernel, no graph to keep
+            ins = a._inputs
+            n = len(ins)
+            if n == 2:
+                out = prim.eval_cpu(ins[0]._data, ins[1]._data)[0]
+            elif n == 1:
+                out = prim.eval_cpu(ins[0]._data)[0]
+            else:
+                out = prim.eval_cpu(*[x._data for x in ins])[0]
+            if (type(out) is not np.ndarray or out.dtype is not a._dtype.np_dtype
+                    or out.shape != a._shape):
+                out = _check_output(out, a)
+            a._data = out
+            if out.base is None and out.nbytes:  # _set_data, inlined
+                a._mem = out.nbytes
+                counters.active += a._mem
+                if counters.active > counters.peak:
+                    counters.peak = counters.active
+            for x in ins:
+                x._nc -= 1
+            a._prim = None
+            a._inputs = ()
     finally:
         restore(tok)
