@@ -45,8 +45,8 @@ class OpCase:
 
 
 def all_cases():
-    from . import creation, elementwise, indexing, linalg, reduction, shape, sorting
+    from . import conv, creation, elementwise, indexing, linalg, reduction, shape, sorting
     out = []
-    for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting):
+    for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, conv):
         out.extend(m.CASES)
     return out

@@ -1,0 +1,183 @@
+"""Public ops: convolutions (conv1d, conv2d, conv3d, conv_general and the transposed
+convolutions), channels-last as in MLX.
+
+All of them bind the one `Convolution` primitive. Inputs are promoted to a common floating
+dtype (integer inputs are rejected, as MLX does). Negative padding (which a transposed
+convolution with a large `padding` produces) is turned into a crop of the input here, so the
+primitive only ever sees non-negative padding.
+"""
+from __future__ import annotations
+
+import numbers
+
+from .. import dtypes as D
+from ..array import array
+from ..prims.base import bind
+from ..prims.conv import Convolution
+from ._helpers import as_array, astype
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
+           "conv_transpose2d", "conv_transpose3d"]
+
+
+def _int(v, name, op):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"[{op}] Expected an integer for {name}, got {type(v).__name__}: {v!r}.")
+    return int(v)
+
+
+def _tuple(v, n, name, op, minimum=None):
+    """int or sequence of n ints -> tuple of n ints."""
+    if isinstance(v, (list, tuple)):
+        if len(v) != n:
+            raise ValueError(f"[{op}] Expected {n} values for {name} (one per spatial "
+                             f"dimension), got {tuple(v)}.")
+        out = tuple(_int(a, name, op) for a in v)
+    else:
+        out = (_int(v, name, op),) * n
+    if minimum is not None and any(a < minimum for a in out):
+        raise ValueError(f"[{op}] {name} must be >= {minimum}, got {out}.")
+    return out
+
+
+def _operands(input, weight, op):
+    x = input if type(input) is array else as_array(input, op)
+    w = weight if type(weight) is array else as_array(weight, op)
+    if x.ndim < 3 or x.ndim != w.ndim:
+        raise ValueError(f"[{op}] Input and weight must have the same number of dimensions "
+                         f"(at least 3: batch, spatial..., channels), got shapes {x.shape} "
+                         f"and {w.shape}.")
+    dt = D.promote(x.dtype, w.dtype)
+    if dt.kind != "f":
+        raise ValueError(f"[{op}] Only floating point inputs are supported, got {x.dtype.name} "
+                         f"and {w.dtype.name}.")
+    return astype(x, dt), astype(w, dt)
+
+
+def _conv(x, w, stride, lo, hi, kdil, idil, groups, flip, op):
+    """Bind the primitive, cropping the input for negative padding first."""
+    nd = x.ndim - 2
+    lo, hi = list(lo), list(hi)
+    if any(a < 0 for a in lo + hi):
+        idx = [slice(None)]
+        for i in range(nd):
+            L, d = x.shape[1 + i], idil[i]
+            ld = (L - 1) * d + 1 if L > 0 else 0
+            c_lo, c_hi = max(-lo[i], 0), max(-hi[i], 0)
+            first = -(-c_lo // d)
+            last = (ld - c_hi - 1) // d
+            if ld - c_lo - c_hi <= 0 or last < first:
+                raise ValueError(f"[{op}] Negative padding {lo[i]}/{hi[i]} crops away the whole "
+                                 f"spatial dimension {i} of the input with shape {x.shape}.")
+            if lo[i] < 0:
+                lo[i] = first * d - c_lo
+            if hi[i] < 0:
+                hi[i] = (ld - c_hi - 1) - last * d
+            idx.append(slice(first, last + 1))
+        x = x[tuple(idx) + (slice(None),)]
+    prim = Convolution(tuple(stride), tuple(lo), tuple(hi), tuple(kdil), tuple(idil),
+                       int(groups), bool(flip))
+    prim.abstract_eval(x, w)  # validate (errors name the primitive's op as "conv")
+    return bind(prim, (x, w))
+
+
+def conv_general(input, weight, /, stride=1, padding=0, kernel_dilation=1, input_dilation=1,
+                 groups=1, flip=False, *, stream=None) -> array:
+    """General convolution: input (N, ..., C_in), weight (C_out, ..., C_in / groups).
+
+    `padding` is an int, a sequence (one per spatial dimension, both sides) or a pair
+    `(low_sequence, high_sequence)`.
+    """
+    op = "conv_general"
+    x, w = _operands(input, weight, op)
+    nd = x.ndim - 2
+    stride = _tuple(stride, nd, "stride", op, 1)
+    if (isinstance(padding, tuple) and len(padding) == 2
+            and all(isinstance(p, (list, tuple)) for p in padding)):
+        lo = _tuple(padding[0], nd, "padding", op)
+        hi = _tuple(padding[1], nd, "padding", op)
+    else:
+        lo = hi = _tuple(padding, nd, "padding", op)
+    kdil = _tuple(kernel_dilation, nd, "kernel_dilation", op, 1)
+    idil = _tuple(input_dilation, nd, "input_dilation", op, 1)
+    groups = _int(groups, "groups", op)
+    return _check(x, w, stride, lo, hi, kdil, idil, groups, flip, op)
+
+
+def _check(x, w, stride, lo, hi, kdil, idil, groups, flip, op):
+    cin, cout, cg = x.shape[-1], w.shape[0], w.shape[-1]
+    if groups < 1 or cin % groups or cout % groups:
+        raise ValueError(f"[{op}] The number of input channels ({cin}) and output channels "
+                         f"({cout}) must be divisible by groups ({groups}).")
+    if cg * groups != cin:
+        raise ValueError(f"[{op}] Expect the input channels in the input and weight array to "
+                         f"match but got shapes - input: {x.shape} and weight: {w.shape}.")
+    try:
+        return _conv(x, w, stride, lo, hi, kdil, idil, groups, flip, op)
+    except ValueError as e:
+        msg = str(e)
+        raise ValueError(msg.replace("[conv]", f"[{op}]", 1)) from None
+
+
+def _convnd(nd, op, input, weight, stride, padding, dilation, groups):
+    x, w = _operands(input, weight, op)
+    if x.ndim != nd + 2:
+        raise ValueError(f"[{op}] Expected input and weight with {nd + 2} dimensions, got "
+                         f"shapes {x.shape} and {w.shape}.")
+    stride = _tuple(stride, nd, "stride", op, 1)
+    pad = _tuple(padding, nd, "padding", op, 0)
+    dil = _tuple(dilation, nd, "dilation", op, 1)
+    groups = _int(groups, "groups", op)
+    return _check(x, w, stride, pad, pad, dil, (1,) * nd, groups, False, op)
+
+
+def conv1d(input, weight, /, stride=1, padding=0, dilation=1, groups=1, *, stream=None):
+    """1D convolution: input (N, L, C_in), weight (C_out, K, C_in / groups)."""
+    return _convnd(1, "conv1d", input, weight, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, /, stride=1, padding=0, dilation=1, groups=1, *, stream=None):
+    """2D convolution: input (N, H, W, C_in), weight (C_out, KH, KW, C_in / groups)."""
+    return _convnd(2, "conv2d", input, weight, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, /, stride=1, padding=0, dilation=1, groups=1, *, stream=None):
+    """3D convolution: input (N, D, H, W, C_in), weight (C_out, KD, KH, KW, C_in / groups)."""
+    return _convnd(3, "conv3d", input, weight, stride, padding, dilation, groups)
+
+
+def _conv_transpose(nd, op, input, weight, stride, padding, dilation, output_padding, groups):
+    x, w = _operands(input, weight, op)
+    if x.ndim != nd + 2:
+        raise ValueError(f"[{op}] Expected input and weight with {nd + 2} dimensions, got "
+                         f"shapes {x.shape} and {w.shape}.")
+    stride = _tuple(stride, nd, "stride", op, 1)
+    pad = _tuple(padding, nd, "padding", op, 0)
+    dil = _tuple(dilation, nd, "dilation", op, 1)
+    opad = _tuple(output_padding, nd, "output_padding", op, 0)
+    groups = _int(groups, "groups", op)
+    K = w.shape[1:-1]
+    lo = tuple(d * (k - 1) - p for d, k, p in zip(dil, K, pad))
+    hi = tuple(a + o for a, o in zip(lo, opad))
+    return _check(x, w, (1,) * nd, lo, hi, dil, stride, groups, True, op)
+
+
+def conv_transpose1d(input, weight, /, stride=1, padding=0, dilation=1, output_padding=0,
+                     groups=1, *, stream=None):
+    """1D transposed convolution: input (N, L, C_in), weight (C_out, K, C_in / groups)."""
+    return _conv_transpose(1, "conv_transpose1d", input, weight, stride, padding, dilation,
+                           output_padding, groups)
+
+
+def conv_transpose2d(input, weight, /, stride=1, padding=0, dilation=1, output_padding=0,
+                     groups=1, *, stream=None):
+    """2D transposed convolution: input (N, H, W, C_in), weight (C_out, KH, KW, C_in / groups)."""
+    return _conv_transpose(2, "conv_transpose2d", input, weight, stride, padding, dilation,
+                           output_padding, groups)
+
+
+def conv_transpose3d(input, weight, /, stride=1, padding=0, dilation=1, output_padding=0,
+                     groups=1, *, stream=None):
+    """3D transposed convolution: input (N, D, H, W, C_in), weight (C_out, KD, KH, KW, C_in)."""
+    return _conv_transpose(3, "conv_transpose3d", input, weight, stride, padding, dilation,
+                           output_padding, groups)
