@@ -431,18 +431,122 @@ def test_shapeless_mean_var_use_number_of_elements():
     assert "NumberOfElements" in cf.stats()["primitive_counts_before_fusion"]
 
 
-def test_shapeless_grad_of_mean():
-    g = mx.compile(mx.grad(lambda x: mx.mean(x * x)), shapeless=True)
-    x = mx.arange(2).astype(mx.float32)
-    assert mx.allclose(g(x), 2 * x / 2)
-    x = mx.arange(4).astype(mx.float32)
-    try:
-        out = g(x)
-        mx.eval(out)
-    except ValueError as e:
-        pytest.skip("needs shape-following vjp rules (Reduce/Broadcast vjps and full/zeros_like "
-                    f"bake trace-time shapes; reported): {e}")
-    assert mx.allclose(out, 2 * x / 4)
+@pytest.mark.parametrize("mode", ["", "no_fuse"])
+def test_shapeless_grad_of_mean(mode):
+    # no_fuse too: a fused kernel broadcasts its inputs itself, which could hide a baked
+    # Broadcast inside it
+    with config.override(compile_mode=mode):
+        g = mx.compile(mx.grad(lambda x: mx.mean(x * x)), shapeless=True)
+        for n in (2, 4, 7):
+            x = mx.arange(n).astype(mx.float32)
+            out = g(x)
+            mx.eval(out)
+            assert out.shape == (n,) and mx.allclose(out, 2 * x / n), n
+        assert g.stats()["traces"] == 1
+
+
+@pytest.mark.parametrize("mode", ["", "no_fuse"])
+def test_shapeless_grad_follows_swapped_broadcast_roles(mode):
+    # braze sums each cotangent over the axes its *run-time* input was broadcast along
+    # (SumLike), so the gradients keep their inputs' shapes even when operands swap which
+    # one is broadcast (MLX bakes the trace-time axes and returns (2, 1) and (2, 3) here)
+    def loss(p):
+        a, b = p
+        return (a * b).sum()
+
+    with config.override(compile_mode=mode):
+        g = mx.compile(mx.grad(loss), shapeless=True)
+        for sa, sb in (((2, 1), (2, 3)), ((2, 3), (2, 1)), ((1, 4), (5, 1)), ((3, 3), (3, 3))):
+            a = mx.arange(math.prod(sa)).astype(mx.float32).reshape(sa) + 1
+            b = mx.arange(math.prod(sb)).astype(mx.float32).reshape(sb) + 2
+            ga, gb = g((a, b))
+            ea, eb = mx.grad(loss)((a, b))
+            assert ga.shape == sa and gb.shape == sb
+            assert mx.allclose(ga, ea) and mx.allclose(gb, eb)
+        assert g.stats()["traces"] == 1
+
+
+@pytest.mark.parametrize("mode", ["", "no_fuse"])
+def test_shapeless_grad_of_axis_reductions_and_shape_ops(mode):
+    def f(x, w):
+        y = mx.sum(x * x, axis=1)  # Squeeze's vjp is an ExpandDims (no baked sizes)
+        z = mx.unflatten(mx.flatten(x, 0, 1), 0, (-1, 2))
+        m = mx.where(y > 1, y, 0.5 * y)  # the condition broadcasts with x and y
+        return (m * mx.max(x, axis=-1)).sum() + (x @ w).sum() + z.mean() + mx.zeros_like(x).sum()
+
+    gf = mx.grad(f, argnums=(0, 1))
+    with config.override(compile_mode=mode):
+        g = mx.compile(gf, shapeless=True)
+        for n, k in ((2, 3), (4, 5), (6, 1)):
+            x = mx.arange(n * k).astype(mx.float32).reshape(n, k) / 7
+            w = mx.ones((k, 3))
+            got, exp = g(x, w), gf(x, w)
+            for a, b in zip(got, exp):
+                assert a.shape == b.shape and mx.allclose(a, b, atol=1e-5), (n, k)
+        assert g.stats()["traces"] == 1
+
+
+def test_shapeless_ops_follow_new_shapes():
+    cases = [
+        # Gather keeps the traced slice sizes of the other axes (as MLX does): vary axis 1 only
+        (lambda x: mx.take(x, mx.array([0, 1]), axis=1), [(2, 3), (2, 5)]),
+        (lambda x: mx.take(x, mx.array([[0], [1]])), [(2, 3), (3, 5)]),
+        (lambda x: x.reshape(-1), [(2, 3), (4, 5)]),
+        (lambda x: mx.flatten(x).reshape(2, -1), [(2, 3), (4, 5)]),
+        (lambda x: mx.atleast_3d(x), [(2, 3), (4, 5)]),
+        (lambda x: mx.broadcast_arrays(x, x.sum(0)), [(2, 3), (4, 5)]),
+        (lambda x: mx.where(x.sum(-1, keepdims=True) > 2, x, mx.zeros_like(x.sum(0))),
+         [(2, 3), (4, 5)]),
+        (lambda x: mx.ones_like(x, dtype=mx.int32) + mx.full_like(x, 2.5), [(2, 3), (4, 5)]),
+        (lambda x: x @ x.T + mx.addmm(x, x, mx.ones_like(x.T) @ x), [(2, 2), (3, 3)]),
+        (lambda x: mx.matmul(x, x.sum(0)) + mx.matmul(x.sum(1), x), [(2, 2), (3, 3)]),
+        (lambda x: mx.matmul(mx.expand_dims(x, 0), x), [(2, 2), (3, 3)]),
+    ]
+    for fn, shapes in cases:
+        cf = mx.compile(fn, shapeless=True)
+        for shape in shapes:
+            x = mx.arange(math.prod(shape)).astype(mx.float32).reshape(shape)
+            got, exp = cf(x), fn(x)
+            got, exp = (got, exp) if isinstance(exp, (list, tuple)) else ([got], [exp])
+            for a, b in zip(got, exp):
+                assert a.shape == b.shape and mx.allclose(a, b), (shape, a.shape, b.shape)
+        assert cf.stats()["traces"] == 1
+
+
+def test_shapeless_reshape_keeps_requested_shape():
+    cf = mx.compile(lambda x: x.reshape(2, -1), shapeless=True)
+    assert cf(mx.zeros((4, 3))).shape == (2, 6)  # (an identity reshape would be elided)
+    assert cf(mx.zeros((6, 1))).shape == (2, 3)
+    x = mx.arange(10).astype(mx.float32).reshape(5, 2)
+    assert mx.array_equal(cf(x), x.reshape(2, 5))
+    with pytest.raises(ValueError, match=r"\[reshape\] Cannot reshape array of size 9"):
+        cf(mx.zeros((3, 3)))
+    baked = mx.compile(lambda x: x.reshape(6), shapeless=True)
+    assert baked(mx.zeros((2, 3))).shape == (6,)
+    with pytest.raises(ValueError, match="flatten/unflatten"):
+        baked(mx.zeros((2, 4)))
+
+
+def test_clear_streams_clears_the_compile_cache():
+    f = counting(lambda x: x + 1)
+    cf = mx.compile(f)
+    cf(mx.array(1.0))
+    cf(mx.array(1.0))
+    assert f.calls[0] == 1 and cf.stats()["cached_entries"] == 1
+    mx.clear_streams()
+    assert cf.stats()["cached_entries"] == 0
+    assert cf(mx.array(1.0)).item() == 2.0 and f.calls[0] == 2
+
+
+def test_retrace_limit_is_a_config_knob():
+    assert capi.RETRACE_LIMIT == config.get().compile_retrace_limit
+    assert config.from_env({}).compile_retrace_limit == 16
+    assert config.from_env({"BRAZE_COMPILE_RETRACE_LIMIT": "3"}).compile_retrace_limit == 3
+    assert config.from_env({"BRAZE_COMPILE_RETRACE_LIMIT": "0"}).compile_retrace_limit == 0
+    with pytest.warns(UserWarning, match="BRAZE_COMPILE_RETRACE_LIMIT"):
+        config.from_env({"BRAZE_COMPILE_RETRACE_LIMIT": "many"})
+    with pytest.raises(ValueError, match="BRAZE_COMPILE_RETRACE_LIMIT"):
+        config.set(compile_retrace_limit=-1)
 
 
 # -- captured state -------------------------------------------------------------------------

@@ -624,3 +624,17 @@ def test_compile_dropout_like_training_step():
     state["w"] = mx.ones((8,))
     mx.random.seed(0)
     assert [step(mx.ones((8,))).item() for _ in range(4)] == vals
+
+
+def test_clear_streams_resets_the_threads_key():
+    import threading
+
+    mx.random.seed(123)
+    mx.random.uniform(shape=(3,))
+    mx.clear_streams()
+    here = np.asarray(mx.random.state[0]).tolist()
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(np.asarray(mx.random.state[0]).tolist()))
+    t.start()
+    t.join()
+    assert here == seen[0]  # back to the key every thread starts from

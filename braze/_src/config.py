@@ -44,9 +44,12 @@ class Config:
     checks: bool = False
     #: threads a kernel may split across; 0: let the backend decide
     num_threads: int = 0
+    #: warn when one compiled function has been traced more than this many times; 0: never
+    compile_retrace_limit: int = 16
 
 
 _ENV = {f.name: "BRAZE_" + f.name.upper() for f in dataclasses.fields(Config)}
+_INT_KNOBS = ("debug", "num_threads", "compile_retrace_limit")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -74,7 +77,7 @@ def _parse_int(var: str, text: str, minimum: int = 0) -> int:
 def _validate(name: str, value):
     """Check and normalise one knob's value; raises TypeError/ValueError naming the knob."""
     var = _ENV[name]
-    if name in ("debug", "num_threads"):
+    if name in _INT_KNOBS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"[config] {var} must be an int >= 0, got {value!r}.")
         return value
@@ -113,7 +116,7 @@ def from_env(environ=None) -> Config:
         if text is None:
             continue
         try:
-            if name in ("debug", "num_threads"):
+            if name in _INT_KNOBS:
                 value = _parse_int(var, text)
             elif name in ("disable_compile", "checks"):
                 value = _parse_bool(var, text)

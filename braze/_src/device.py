@@ -148,10 +148,24 @@ def set_default_stream(stream) -> None:
     _state["streams"][stream.device] = stream
 
 
+#: callbacks `clear_streams` runs (registered by higher layers: compile adds its per-thread
+#: cache clear; this layer may not import them)
+_CLEAR_HOOKS: list = []
+
+
+def register_clear_hook(fn) -> None:
+    """Have `clear_streams()` also call `fn()` (once per registration of the same function)."""
+    if fn not in _CLEAR_HOOKS:
+        _CLEAR_HOOKS.append(fn)
+
+
 def clear_streams() -> None:
     """Forget the streams made so far: every device's default stream is its stream 0 again.
-    (New streams keep counting up, as in MLX.)"""
+    (New streams keep counting up, as in MLX.) Also clears the calling thread's compile cache,
+    as MLX does (through the hooks higher layers register)."""
     _state["streams"] = {_CPU: Stream(_CPU, 0)}
+    for fn in list(_CLEAR_HOOKS):
+        fn()
 
 
 def to_stream(s, op: str = "stream") -> Stream:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 _state = {"cache": 0, "cache_limit": None, "memory_limit": None}
 
 
@@ -89,3 +91,8 @@ def set_wired_limit(limit: int) -> int:
 
 def clear_cache() -> None:
     _state["cache"] = 0
+
+
+def empty(shape, dtype, order="C") -> np.ndarray:
+    """A new uninitialised buffer for a kernel output (through the buffer cache)."""
+    return np.empty(shape, dtype, order)

@@ -25,7 +25,7 @@ import numpy as np
 from . import dtypes as D
 from . import ops as _ops
 from .array import array
-from .device import to_stream
+from .device import register_clear_hook, to_stream
 from .ops import (
     add,
     argmax,
@@ -114,6 +114,9 @@ def _set_key(k) -> None:
 def reset_thread_state() -> None:
     """Put the calling thread's key back to its start value (MLX's `clear_streams` does this)."""
     _tls.key = None
+
+
+register_clear_hook(reset_thread_state)  # mx.clear_streams() resets the key, as in MLX
 
 
 def seed(seed: int) -> None:

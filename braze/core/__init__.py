@@ -73,3 +73,5 @@ from braze._src.compile.api import compile, disable_compile, enable_compile  # n
 from braze._src.transforms.autodiff import grad, jvp, value_and_grad, vjp  # noqa: E402,F401
 from braze._src.transforms.custom import checkpoint, custom_function  # noqa: E402,F401
 from braze._src.transforms.vmap import vmap  # noqa: E402,F401
+from . import distributed  # noqa: E402,F401
+from . import random  # noqa: E402,F401

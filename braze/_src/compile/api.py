@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import os
 import struct
 import threading
 import time
@@ -18,6 +17,7 @@ import warnings
 import weakref
 
 from .. import config
+from .. import device as _device
 from .. import tree as T
 from ..array import TraceState, array
 from ..prims.base import bind
@@ -33,7 +33,7 @@ __all__ = ["compile", "disable_compile", "enable_compile", "register_implicit_st
 
 #: a warning is issued when one compiled function has been traced more than this many times
 #: (env BRAZE_COMPILE_RETRACE_LIMIT; 0 disables the warning)
-RETRACE_LIMIT = int(os.environ.get("BRAZE_COMPILE_RETRACE_LIMIT", "16") or 16)
+RETRACE_LIMIT = config.get().compile_retrace_limit
 
 _COPY = Copy()
 
@@ -219,6 +219,9 @@ def _thread_cache() -> _ThreadCache:
 def clear_cache() -> None:
     """Drop the calling thread's compiled traces (called by mx.clear_streams)."""
     _thread_cache().map.clear()
+
+
+_device.register_clear_hook(clear_cache)
 
 
 def _erase(fid, last):

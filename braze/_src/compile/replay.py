@@ -19,13 +19,6 @@ SHAPELESS_REFUSED = frozenset({
 })
 
 
-def _size(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def _shapeless_avals(a, ins, sites, fun_name):
     prim = a._prim
     kind = type(prim).__name__
@@ -47,18 +40,13 @@ def _shapeless_avals(a, ins, sites, fun_name):
                 f"[Broadcast] Unable to infer broadcast shape: an input of shape "
                 f"{ins[0].shape} does not broadcast to the traced shape {prim.shape} in "
                 f"shapeless `{fun_name}`{where}.")
-    elif kind == "Reshape":
-        if _size(ins[0].shape) != _size(prim.shape):
+    elif kind in ("Reshape", "Unflatten"):  # they keep the requested shape (-1 re-inferred)
+        try:
+            return prim.abstract_eval(*ins)
+        except ValueError as e:
             raise ValueError(
-                f"[reshape] Cannot reshape array of size {_size(ins[0].shape)} into shape "
-                f"{tuple(prim.shape)} (sizes baked at trace time in shapeless `{fun_name}`"
-                f"{where}; use flatten/unflatten so the shape follows the input).")
-    elif kind == "Unflatten":
-        if ins[0].shape[prim.axis] != _size(prim.shape):
-            raise ValueError(
-                f"[unflatten] Cannot unflatten axis {prim.axis} of size "
-                f"{ins[0].shape[prim.axis]} into the shape {tuple(prim.shape)} baked at trace "
-                f"time in shapeless `{fun_name}`{where}.")
+                f"{e} (sizes baked at trace time in shapeless `{fun_name}`{where}; use -1, "
+                "or flatten/unflatten, so the shape follows the input).") from None
     try:
         return prim.abstract_eval(*ins)
     except (ValueError, TypeError) as e:

@@ -4,7 +4,19 @@ Each family module lists its public names in `__all__`; `braze.core` re-exports 
 Importing a family module also attaches its array methods and operators.
 """
 from ..prims.base import register_ops as _register_ops
-from . import _helpers, creation, elementwise, indexing, linalg, misc, reduction, shape, sorting
+from . import (
+    _helpers,
+    conv,
+    creation,
+    elementwise,
+    indexing,
+    linalg,
+    misc,
+    reduction,
+    shape,
+    sorting,
+)
+from .conv import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
@@ -14,7 +26,8 @@ from .reduction import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 
-__all__ = [n for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, misc)
+__all__ = [n for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, misc,
+                       conv)
            for n in m.__all__]
 
 

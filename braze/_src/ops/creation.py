@@ -12,8 +12,11 @@ import numpy as np
 from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind
+from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
 from ..prims.creation import Arange, Eye, Linspace, Tri, arange_length
+from ..prims.unary import STOP_GRADIENT
+from ..scheduler import CompileTraces
 from ._helpers import as_array, broadcast_shapes, check_dtype, check_shape
 
 __all__ = ["arange", "linspace", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
@@ -144,20 +147,34 @@ def ones(shape, dtype=D.float32, *, stream=None) -> array:
     return full(shape, 1, D.float32 if dtype is None else dtype)
 
 
+def _full_like(a, vals, dtype, op: str) -> array:
+    a = _as_input_array(a, op)
+    if not CompileTraces.dynamic:
+        return full(a.shape, vals, a.dtype if dtype is None else dtype)
+    dtype = a.dtype if dtype is None else check_dtype(dtype, "full")
+    # shapeless compile trace: broadcast against `a` itself (through stop_gradient) so the
+    # shape follows a's at replay, as MLX's full_like does through broadcast_arrays
+    if type(vals) is array:
+        v = vals if vals.dtype is dtype else bind(AsType(dtype), (vals,))
+    else:
+        v = _constant(vals, dtype, op)
+    if broadcast_shapes(v.shape, a.shape, op=op) != a.shape:
+        raise ValueError(f"[{op}] Cannot broadcast vals with shape {v.shape} to shape "
+                         f"{a.shape}.")
+    return bind(DynamicBroadcast(a.shape), (v, bind(STOP_GRADIENT, (a,))))
+
+
 def full_like(a, vals, dtype=None, *, stream=None) -> array:
     """An array like `a` (its shape, and its dtype unless `dtype` is given) filled with `vals`."""
-    a = _as_input_array(a, "full_like")
-    return full(a.shape, vals, a.dtype if dtype is None else dtype)
+    return _full_like(a, vals, dtype, "full_like")
 
 
 def zeros_like(a, dtype=None, *, stream=None) -> array:
-    a = _as_input_array(a, "zeros_like")
-    return full(a.shape, 0, a.dtype if dtype is None else dtype)
+    return _full_like(a, 0, dtype, "zeros_like")
 
 
 def ones_like(a, dtype=None, *, stream=None) -> array:
-    a = _as_input_array(a, "ones_like")
-    return full(a.shape, 1, a.dtype if dtype is None else dtype)
+    return _full_like(a, 1, dtype, "ones_like")
 
 
 empty = zeros

@@ -18,13 +18,16 @@ from ..prims import binary as B
 from ..prims import unary as U
 from ..prims.base import bind
 from ..prims.core import Copy
+from ..scheduler import CompileTraces
 from ._helpers import (
     as_array,
     attach_methods,
     binary_operands,
+    broadcast_arrays_,
     broadcast_shapes,
     broadcast_to_shape,
     is_scalar,
+    to_arrays,
 )
 from ._helpers import astype as _astype
 
@@ -381,6 +384,11 @@ def divmod(a, b, stream=None):
 def where(condition, x, y, /, *, stream=None):
     """Elements of x where condition is true, else of y (x and y promote like a binary op)."""
     c = _astype(_arr(condition, "where"), _bool)
+    if CompileTraces.dynamic:  # shapeless compile trace: one shape-following broadcast of all 3
+        x, y = to_arrays(x, y, "where")
+        dt = D.promote(x._dtype, y._dtype)
+        c, x, y = broadcast_arrays_([c, _astype(x, dt), _astype(y, dt)], "where")
+        return bind(B.SELECT, (c, x, y))
     x, y = binary_operands(x, y, "where")
     shape = x._shape
     if c._shape != shape:
@@ -507,6 +515,7 @@ _METHODS = {
     "__floordiv__": floor_divide, "__rfloordiv__": _reflect(floor_divide),
     "__ifloordiv__": _inplace(floor_divide),
     "__mod__": remainder, "__rmod__": _reflect(remainder), "__imod__": _inplace(remainder),
+    "__divmod__": divmod, "__rdivmod__": _reflect(divmod),  # builtin divmod(a, b)
     "__pow__": _pow, "__rpow__": _reflect(power), "__ipow__": _inplace(power),
     "__and__": bitwise_and, "__rand__": _reflect(bitwise_and),
     "__iand__": _inplace(bitwise_and),

@@ -15,7 +15,7 @@ from ..array import array, overwrite_descriptor
 from ..prims.base import bind
 from ..prims.core import Broadcast
 from ..prims.indexing import Gather, GatherAxis, MaskedScatter, Scatter, ScatterAxis
-from ..prims.shape import DynamicSlice, DynamicSliceUpdate, SliceUpdate
+from ..prims.shape import DynamicSlice, DynamicSliceUpdate, SliceUpdate, Squeeze
 from ._helpers import as_array, astype, attach_methods, normalize_axis
 from ._helpers import broadcast_shapes as _bshapes
 from .shape import _broadcast_to, _int_tuple, _is_int, _pshape, _transpose, reshape
@@ -442,8 +442,9 @@ def take(a, /, indices, axis=None, *, stream=None):
     sizes = tuple(1 if d == ax else s for d, s in enumerate(a._shape))
     g = bind(Gather((ax,), sizes), (a, idx))
     k = idx.ndim
-    rest = tuple(s for d, s in enumerate(a._shape) if d != ax)
-    g = reshape(g, idx._shape + rest)
+    # drop the gathered axis with a Squeeze, which follows the index's shape at shapeless
+    # replay (a Reshape to idx.shape + rest would bake the trace-time index size), as MLX does
+    g = bind(Squeeze((k + ax,)), (g,))
     perm = tuple(range(k, k + ax)) + tuple(range(k)) + tuple(range(k + ax, g.ndim))
     return _transpose(g, perm, "take")
 

@@ -13,7 +13,9 @@ from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind
 from ..prims.linalg import AddMM, Einsum, Matmul
-from ..prims.shape import Reshape
+from ..prims.shape import BroadcastAxes, ExpandDims, Reshape, Squeeze
+from ..prims.unary import STOP_GRADIENT
+from ..scheduler import CompileTraces
 from ._helpers import (
     AxisError,
     as_array,
@@ -52,26 +54,37 @@ def _check_inexact(dtypes, dt, op):
 
 
 def _matmul_operands(a, b, op):
-    """Validate, promote, lift 1-D operands to 2-D and broadcast batch axes.
+    """Validate, lift 1-D operands to 2-D and broadcast batch axes.
 
-    Returns (a2, b2, final_shape): a2 @ b2 has shape batch + (M, N); final_shape drops the
-    axes that 1-D operands added.
+    Returns (a2, b2, squeeze): a2 @ b2 has shape batch + (M, N); `squeeze` lists the axes of
+    that product which 1-D operands added. Only shape-following primitives are used (ExpandDims,
+    Squeeze; in a shapeless compile trace BroadcastAxes for the batch axes, MLX's dynamic
+    path), so a shapeless replay re-infers every size.
     """
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"[{op}] Got 0 dimension input with shapes {a.shape} and {b.shape}. "
                          "Inputs must have at least one dimension.")
-    a2 = _reshape(a, (1,) + a.shape) if a.ndim == 1 else a
-    b2 = _reshape(b, b.shape + (1,)) if b.ndim == 1 else b
+    a2 = bind(ExpandDims((0,)), (a,)) if a.ndim == 1 else a
+    b2 = bind(ExpandDims((1,)), (b,)) if b.ndim == 1 else b
     if a2.shape[-1] != b2.shape[-2]:
         raise ValueError(
             f"[{op}] Last dimension of first input with shape {a.shape} must match second to "
             f"last dimension of second input with shape {b.shape}.")
     batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op=op)
-    a2 = broadcast_to_shape(a2, batch + a2.shape[-2:])
-    b2 = broadcast_to_shape(b2, batch + b2.shape[-2:])
-    final = batch + (() if a.ndim == 1 else (a2.shape[-2],)) + \
-        (() if b.ndim == 1 else (b2.shape[-1],))
-    return a2, b2, final
+    if CompileTraces.dynamic and (a2.ndim > 2 or b2.ndim > 2):
+        ign = (-2, -1)
+        a2, b2 = (bind(BroadcastAxes(ign, batch + x.shape[-2:]),
+                       (x, bind(STOP_GRADIENT, (y,)))) for x, y in ((a2, b2), (b2, a2)))
+    else:
+        a2 = broadcast_to_shape(a2, batch + a2.shape[-2:])
+        b2 = broadcast_to_shape(b2, batch + b2.shape[-2:])
+    nd = len(batch) + 2
+    squeeze = ((nd - 2,) if a.ndim == 1 else ()) + ((nd - 1,) if b.ndim == 1 else ())
+    return a2, b2, squeeze
+
+
+def _squeeze(x, axes):
+    return bind(Squeeze(axes), (x,)) if axes else x
 
 
 def matmul(a, b, *, stream=None) -> array:
@@ -80,8 +93,8 @@ def matmul(a, b, *, stream=None) -> array:
     dt = D.promote(a.dtype, b.dtype)
     _check_inexact([a.dtype, b.dtype], dt, "matmul")
     a, b = astype(a, dt), astype(b, dt)
-    a2, b2, final = _matmul_operands(a, b, "matmul")
-    return _reshape(bind(Matmul(), (a2, b2)), final)
+    a2, b2, squeeze = _matmul_operands(a, b, "matmul")
+    return _squeeze(bind(Matmul(), (a2, b2)), squeeze)
 
 
 def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
@@ -94,7 +107,9 @@ def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
     dt = D.promote_types(c.dtype, a.dtype, b.dtype)
     _check_inexact([c.dtype, a.dtype, b.dtype], dt, "addmm")
     c, a, b = astype(c, dt), astype(a, dt), astype(b, dt)
-    a2, b2, final = _matmul_operands(a, b, "addmm")
+    a2, b2, squeeze = _matmul_operands(a, b, "addmm")
+    out2 = a2.shape[:-1] + (b2.shape[-1],)
+    final = tuple(s for i, s in enumerate(out2) if i not in squeeze)
     try:
         ok = broadcast_shapes(c.shape, final, op="addmm") == final
     except ValueError:
@@ -102,9 +117,12 @@ def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
     if not ok:
         raise ValueError(f"[addmm] Input c with shape {c.shape} must broadcast to the output "
                          f"shape {final}.")
-    out2 = a2.shape[:-1] + (b2.shape[-1],)
-    c2 = _reshape(broadcast_to_shape(c, final), out2)
-    return _reshape(bind(AddMM(float(alpha), float(beta)), (c2, a2, b2)), final)
+    # c takes the product's shape: a full-shape c is only given the axes 1-D operands added
+    # (so it follows its own sizes at shapeless replay, as in MLX); a smaller c is broadcast
+    # to the trace-time shape, which MLX bakes too
+    c2 = c if c.shape == final else broadcast_to_shape(c, final)
+    c2 = bind(ExpandDims(squeeze), (c2,)) if squeeze else c2
+    return _squeeze(bind(AddMM(float(alpha), float(beta)), (c2, a2, b2)), squeeze)
 
 
 # -- einsum -----------------------------------------------------------------------------------

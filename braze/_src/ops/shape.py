@@ -25,8 +25,16 @@ from ..prims.shape import (
     Transpose,
     Unflatten,
     View,
+    resolve_shape,
 )
-from ._helpers import AxisError, as_array, astype, attach_methods, normalize_axis
+from ._helpers import (
+    AxisError,
+    as_array,
+    astype,
+    attach_methods,
+    broadcast_arrays_,
+    normalize_axis,
+)
 from ._helpers import broadcast_shapes as _bshapes
 
 __all__ = [
@@ -66,36 +74,16 @@ def _arr(a, op):
 
 
 # -- reshape family ---------------------------------------------------------------------------
-def _infer_shape(size: int, shape: tuple, op: str, full_shape=None) -> tuple:
-    shown = _pshape(full_shape if full_shape is not None else shape)
-    infer = [i for i, s in enumerate(shape) if s == -1]
-    if len(infer) > 1:
-        raise ValueError(f"[{op}] Reshape can only infer one dimension, got shape {shown}.")
-    if any(s < -1 for s in shape):
-        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
-    if infer:
-        rest = _prod(s for s in shape if s != -1)
-        if rest == 0:
-            if size == 0:
-                raise ValueError(f"[{op}] Cannot infer the shape of an empty array "
-                                 f"for shape {shown}.")
-            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
-        if size % rest:
-            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
-        shape = tuple(size // rest if s == -1 else s for s in shape)
-    if _prod(shape) != size:
-        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
-    return shape
+_infer_shape = resolve_shape  # shape with its -1 inferred; ValueError naming the op
 
 
 def reshape(a, /, shape, *, stream=None):
     """Reshape `a` to `shape` (one entry may be -1)."""
     a = _arr(a, "reshape")
     shape = _int_tuple(shape, "reshape", "a shape")
-    shape = _infer_shape(a.size, shape, "reshape")
-    if shape == a._shape:
+    if _infer_shape(a.size, shape, "reshape") == a._shape:
         return a
-    return bind(Reshape(shape), (a,))
+    return bind(Reshape(shape), (a,))  # the requested shape, -1 kept (MLX's Reshape)
 
 
 def _reshape_method(self, *shape, stream=None):
@@ -128,13 +116,13 @@ def unflatten(a, /, axis, shape, *, stream=None):
         raise ValueError("[unflatten] The shape must not be empty.")
     n = a._shape[ax]
     try:
-        shape = _infer_shape(n, shape, "unflatten")
+        _infer_shape(n, shape, "unflatten")
     except ValueError:
         raise ValueError(f"[unflatten] Cannot unflatten axis {axis} with size {n} into shape "
                          f"{_pshape(shape)}.") from None
     if len(shape) == 1:
         return a
-    return bind(Unflatten(ax, shape), (a,))
+    return bind(Unflatten(ax, shape), (a,))  # the requested shape, -1 kept
 
 
 def squeeze(a, /, axis=None, *, stream=None):
@@ -258,22 +246,22 @@ def broadcast_arrays(*arrays, stream=None):
     arrays = [_arr(a, "broadcast_arrays") for a in arrays]
     if not arrays:
         return ()
-    shape = _bshapes(*[a._shape for a in arrays], op="broadcast_arrays")
-    return tuple(_broadcast_to(a, shape, "broadcast_arrays") for a in arrays)
+    # shape-following broadcasts in shapeless compile traces, like the binary ops
+    return tuple(broadcast_arrays_(arrays, "broadcast_arrays"))
 
 
 def _atleast(arys, n, op):
     outs = []
     for x in arys:
         x = _arr(x, op)
-        if x.ndim < n:
+        if x.ndim < n:  # ExpandDims, not a Reshape with baked sizes
             if n == 3 and x.ndim == 2:
-                shape = x._shape + (1,)
+                axes = (2,)
             elif n == 3 and x.ndim == 1:
-                shape = (1,) + x._shape + (1,)
+                axes = (0, 2)
             else:
-                shape = (1,) * (n - x.ndim) + x._shape
-            x = bind(Reshape(shape), (x,))
+                axes = tuple(range(n - x.ndim))
+            x = bind(ExpandDims(axes), (x,))
         outs.append(x)
     return outs[0] if len(outs) == 1 else outs
 

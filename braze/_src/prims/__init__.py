@@ -4,10 +4,13 @@ Importing this package imports every family module so the registry is complete.
 """
 from . import (  # noqa: F401
     binary,
+    compile_support,
+    conv,
     core,
     creation,
     indexing,
     linalg,
+    random,
     reduce,
     scan,
     shape,

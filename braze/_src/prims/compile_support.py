@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes as D
 from .base import Primitive, bind, broadcast_shapes, ops
-from .core import Broadcast, sum_to_shape
+from .core import Broadcast, sum_like
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class DynamicBroadcast(Broadcast):
         out = []
         for i in argnums:
             if i == 0:
-                out.append(sum_to_shape(ct, primals[0].shape))
+                out.append(sum_like(ct, primals[0]))
             else:  # shape-only operands get no gradient
                 out.append(ops.zeros_like(primals[i]))
         return out

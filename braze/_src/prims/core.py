@@ -1,4 +1,11 @@
-"""Primitives every op family needs: dtype conversion and broadcasting."""
+"""Primitives every op family needs: dtype conversion and broadcasting.
+
+`sum_like(x, like)` sums a cotangent back to the shape of `like` (the vjp of every broadcast).
+Outside shapeless compile traces it reduces over the axes broadcasting added or stretched,
+worked out from the shapes at hand. Inside one (`CompileTraces.dynamic`) it binds `SumLike`,
+which picks those axes from the *run-time* shapes of its two inputs, so a traced gradient
+follows new input sizes, even when operands swap which axes are broadcast.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,7 +14,9 @@ import numpy as np
 
 from .. import dtypes as D
 from ..array import LAZY_COPY
+from ..scheduler import CompileTraces
 from .base import Primitive, bind, ops
+from .unary import STOP_GRADIENT
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,7 @@ class Broadcast(Primitive):
         return [np.broadcast_to(x, self.shape)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [sum_to_shape(cotangents[0], primals[0].shape)]
+        return [sum_like(cotangents[0], primals[0])]
 
     def jvp(self, primals, tangents, argnums):
         return [ops.broadcast_to(tangents[0], self.shape)]
@@ -74,16 +83,93 @@ class Broadcast(Primitive):
         return [ops.broadcast_to(x, (x.shape[0],) + self.shape)], [0]
 
 
+def _sum_axes(x_shape, shape):
+    """(leading axes, stretched axes) of `x_shape` that broadcasting `shape` added."""
+    lead = len(x_shape) - len(shape)
+    stretched = tuple(lead + i for i, d in enumerate(shape)
+                      if d == 1 and x_shape[lead + i] != 1)
+    return tuple(range(lead)), stretched
+
+
 def sum_to_shape(x, shape):
-    """Sum `x` over the axes that broadcasting `shape` to `x.shape` added or stretched."""
+    """Sum `x` over the axes that broadcasting `shape` to `x.shape` added or stretched.
+
+    Built from a keepdims Reduce and a Squeeze of the leading axes (no Reshape to the baked
+    `shape`), so the result's shape follows x's at shapeless replay.
+    """
     shape = tuple(shape)
     if x.shape == shape:
         return x
-    lead = x.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and x.shape[lead + i] != 1)
+    lead, stretched = _sum_axes(x.shape, shape)
+    axes = lead + stretched
     out = ops.sum(x, axis=axes, keepdims=True) if axes else x
-    return ops.reshape(out, shape)
+    return ops.squeeze(out, lead) if lead else out
+
+
+def sum_like(x, like):
+    """`x` summed to the shape of the array `like` (see the module docstring)."""
+    if CompileTraces.dynamic:
+        return bind(SUM_LIKE, (x, bind(STOP_GRADIENT, (like,))))
+    return sum_to_shape(x, like.shape)
+
+
+def broadcast_like(x, like):
+    """`x` broadcast to the shape of the array `like`; in a shapeless compile trace a
+    shape-following broadcast that reads `like`'s run-time shape (the vjp of a reduction)."""
+    if CompileTraces.dynamic:
+        from .compile_support import DynamicBroadcast
+        return bind(DynamicBroadcast(tuple(like.shape)), (x, bind(STOP_GRADIENT, (like,))))
+    return ops.broadcast_to(x, like.shape)
+
+
+@dataclass(frozen=True)
+class SumLike(Primitive):
+    """Inputs (x, like): x summed over its leading axes and the axes where `like` has size 1
+    and x does not, giving like's shape (the shape-following vjp of a broadcast)."""
+
+    def abstract_eval(self, x, like):
+        if len(x.shape) < len(like.shape) or any(
+                d != 1 and d != s for d, s in zip(reversed(like.shape), reversed(x.shape))):
+            raise ValueError(f"[SumLike] Cannot sum an array of shape {tuple(x.shape)} to "
+                             f"shape {tuple(like.shape)}.")
+        return [(tuple(like.shape), x.dtype)]
+
+    def eval_cpu(self, x, like):
+        lead, stretched = _sum_axes(x.shape, like.shape)
+        axes = lead + stretched
+        if not axes:
+            return [x.view()]
+        from .reduce import Reduce  # the same kernel as the eager sum, so results match
+        out = Reduce("sum", axes).eval_cpu(x)[0]
+        return [out.astype(x.dtype, copy=False).reshape(like.shape)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, like = primals
+        out = []
+        for i in argnums:
+            out.append(broadcast_like(cotangents[0], x) if i == 0 else ops.zeros_like(like))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        if 0 not in argnums:
+            return [ops.zeros_like(bind(self, tuple(primals)))]
+        return [bind(self, (tangents[argnums.index(0)], primals[1]))]
+
+    def vmap(self, inputs, axes):
+        (x, like), (ax, al) = inputs, axes
+        n = x.shape[ax] if ax is not None else like.shape[al]
+        x = ops.moveaxis(x, ax, 0) if ax is not None else \
+            ops.broadcast_to(ops.expand_dims(x, 0), (n,) + tuple(x.shape))
+        like = ops.moveaxis(like, al, 0) if al is not None else \
+            ops.broadcast_to(ops.expand_dims(like, 0), (n,) + tuple(like.shape))
+        # the summed leading axes sit in front of the batch axis in x
+        extra = x.ndim - like.ndim
+        if extra:
+            x = ops.moveaxis(x, 0, extra)
+        return [bind(self, (x, like))], [0]
+
+
+SUM_LIKE = SumLike()
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as D
 from .base import Primitive, bind, ops
+from .core import broadcast_like
 
 REDUCE_TYPES = ("sum", "prod", "max", "min", "and", "or")
 
@@ -149,7 +150,7 @@ class Reduce(Primitive):
             return [ops.zeros_like(x)]
         g = _cast_like(g, x)
         if rt == "sum":
-            return [ops.broadcast_to(g, x.shape)]
+            return [broadcast_like(g, x)]  # shape-following in shapeless traces
         if rt == "prod":
             return [ops.multiply(g, _others_product(x, self.axes))]
         w = _extremum_weights(x, _cast_like(outputs[0], x), self.axes, x.dtype)

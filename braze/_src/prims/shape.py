@@ -10,8 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, bind, ops
-from .core import sum_to_shape
+from ..scheduler import CompileTraces
+from .base import Primitive, bind, broadcast_shapes, ops
+from .core import sum_like, sum_to_shape
+from .unary import STOP_GRADIENT
 
 
 def _prod(shape):
@@ -19,6 +21,34 @@ def _prod(shape):
     for s in shape:
         n *= s
     return n
+
+
+def _pshape(shape) -> str:
+    return "(" + ",".join(str(s) for s in shape) + ")"
+
+
+def resolve_shape(size: int, shape: tuple, op: str, full_shape=None) -> tuple:
+    """`shape` with its one -1 entry inferred from `size`; ValueError naming `op` if the
+    request is malformed or does not hold `size` elements."""
+    shown = _pshape(full_shape if full_shape is not None else shape)
+    infer = [i for i, s in enumerate(shape) if s == -1]
+    if len(infer) > 1:
+        raise ValueError(f"[{op}] Reshape can only infer one dimension, got shape {shown}.")
+    if any(s < -1 for s in shape):
+        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+    if infer:
+        rest = _prod(s for s in shape if s != -1)
+        if rest == 0:
+            if size == 0:
+                raise ValueError(f"[{op}] Cannot infer the shape of an empty array "
+                                 f"for shape {shown}.")
+            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+        if size % rest:
+            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+        shape = tuple(size // rest if s == -1 else s for s in shape)
+    if _prod(shape) != size:
+        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+    return shape
 
 
 # -- helpers shared by the transform rules ----------------------------------------------------
@@ -46,12 +76,21 @@ def _tangent(tangents, argnums, i, like):
     return tangents[argnums.index(i)] if i in argnums else ops.zeros_like(like)
 
 
+def reshape_like(x, like):
+    """`x` reshaped to the shape of the array `like`. In a shapeless compile trace this binds
+    `ReshapeLike`, which reads like's run-time shape, so a traced gradient of a reshape
+    follows new sizes; otherwise a plain reshape."""
+    if CompileTraces.dynamic:
+        return bind(RESHAPE_LIKE, (x, bind(STOP_GRADIENT, (like,))))
+    return ops.reshape(x, like.shape)
+
+
 class _ReshapeRules:
     """vjp/jvp of the pure reshapes: the cotangent is reshaped back; the tangent is reshaped
     the same way as the primal."""
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [ops.reshape(cotangents[0], primals[0].shape)]
+        return [reshape_like(cotangents[0], primals[0])]
 
     def jvp(self, primals, tangents, argnums):
         return [bind(self, (tangents[0],))]
@@ -59,17 +98,60 @@ class _ReshapeRules:
 
 @dataclass(frozen=True)
 class Reshape(_ReshapeRules, Primitive):
+    """Reshape to `shape` *as requested*: one entry may be -1, inferred from the input's size
+    each time the output shape is computed (as MLX does), so a shapeless compile replay
+    re-infers it."""
+
     shape: tuple
 
+    def out_shape(self, in_shape):
+        shape = self.shape
+        if -1 not in shape and _prod(shape) == _prod(in_shape):
+            return shape
+        return resolve_shape(_prod(in_shape), shape, "reshape")
+
     def abstract_eval(self, x):
-        return [(self.shape, x.dtype)]
+        return [(self.out_shape(x.shape), x.dtype)]
 
     def eval_cpu(self, x):
-        return [np.reshape(x, self.shape)]
+        return [np.reshape(x, self.out_shape(x.shape))]
 
     def vmap(self, inputs, axes):
         x = _to_front(inputs[0], axes[0])
         return [ops.reshape(x, (x.shape[0],) + tuple(self.shape))], [0]
+
+
+@dataclass(frozen=True)
+class ReshapeLike(Primitive):
+    """Inputs (x, like): x reshaped to like's shape (same size). The shape-following vjp of
+    Reshape and Flatten in shapeless compile traces; `like` only lends its shape."""
+
+    def abstract_eval(self, x, like):
+        if _prod(x.shape) != _prod(like.shape):
+            raise ValueError(f"[reshape] Cannot reshape array of size {_prod(x.shape)} into "
+                             f"shape {_pshape(like.shape)}.")
+        return [(tuple(like.shape), x.dtype)]
+
+    def eval_cpu(self, x, like):
+        return [np.reshape(x, like.shape)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, like = primals
+        return [reshape_like(cotangents[0], x) if i == 0 else ops.zeros_like(like)
+                for i in argnums]
+
+    def jvp(self, primals, tangents, argnums):
+        if 0 not in argnums:
+            return [ops.zeros_like(bind(self, tuple(primals)))]
+        return [bind(self, (tangents[argnums.index(0)], primals[1]))]
+
+    def vmap(self, inputs, axes):
+        n = batch_size(inputs, axes)
+        x, like = (_batched(a, ax, n) for a, ax in zip(inputs, axes))
+        return [bind(self, (x, like))], [0]
+
+
+RESHAPE_LIKE = ReshapeLike()
 
 
 @dataclass(frozen=True)
@@ -100,19 +182,31 @@ class Flatten(_ReshapeRules, Primitive):
 
 @dataclass(frozen=True)
 class Unflatten(_ReshapeRules, Primitive):
-    """Split axis `axis` into `shape` (fully specified, no -1)."""
+    """Split axis `axis` (non-negative) into `shape` as requested: one entry may be -1,
+    inferred from the axis' size each time (so a shapeless compile replay re-infers it)."""
 
     axis: int
     shape: tuple
 
     def out_shape(self, shape):
-        return tuple(shape[:self.axis]) + self.shape + tuple(shape[self.axis + 1:])
+        ax = self.axis
+        n = shape[ax]
+        try:
+            mid = resolve_shape(n, self.shape, "unflatten")
+        except ValueError:
+            raise ValueError(f"[unflatten] Cannot unflatten axis {ax} with size {n} into "
+                             f"shape {_pshape(self.shape)}.") from None
+        return tuple(shape[:ax]) + mid + tuple(shape[ax + 1:])
 
     def abstract_eval(self, x):
         return [(self.out_shape(x.shape), x.dtype)]
 
     def eval_cpu(self, x):
         return [np.reshape(x, self.out_shape(x.shape))]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        # the inverse that follows the cotangent's shape (no baked sizes)
+        return [bind(Flatten(self.axis, self.axis + len(self.shape) - 1), (cotangents[0],))]
 
     def vmap(self, inputs, axes):
         x = _to_front(inputs[0], axes[0])
@@ -135,6 +229,9 @@ class ExpandDims(_ReshapeRules, Primitive):
     def eval_cpu(self, x):
         return [np.reshape(x, self.out_shape(x.shape))]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [bind(Squeeze(self.axes), (cotangents[0],))]  # follows the cotangent's shape
+
     def vmap(self, inputs, axes):
         x = _to_front(inputs[0], axes[0])
         return [bind(ExpandDims(tuple(a + 1 for a in self.axes)), (x,))], [0]
@@ -153,9 +250,76 @@ class Squeeze(_ReshapeRules, Primitive):
     def eval_cpu(self, x):
         return [np.reshape(x, self.out_shape(x.shape))]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [bind(ExpandDims(self.axes), (cotangents[0],))]  # follows the cotangent's shape
+
     def vmap(self, inputs, axes):
         x = _to_front(inputs[0], axes[0])
         return [bind(Squeeze(tuple(a + 1 for a in self.axes)), (x,))], [0]
+
+
+def broadcast_axes_shape(shapes, ignore_axes, op="BroadcastAxes"):
+    """MLX's BroadcastAxes::output_shape: broadcast `shapes` with the (negative)
+    `ignore_axes` left out, then put the first shape's sizes back at those axes."""
+    rest = []
+    for sh in shapes:
+        sh = list(sh)
+        if len(sh) < len(ignore_axes):
+            raise ValueError(f"[{op}] Shape {tuple(sh)} has fewer dimensions than the "
+                             f"ignored axes {ignore_axes}.")
+        for ax in sorted(ignore_axes):  # most negative first: positions stay valid
+            del sh[len(sh) + ax]
+        rest.append(tuple(sh))
+    out = list(broadcast_shapes(*rest, op=op))
+    first = shapes[0]
+    dims = len(ignore_axes) + len(out)
+    for ax in sorted(ignore_axes):  # ascending, so each axis lands at its final position
+        out.insert(dims + ax, first[ax])
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class BroadcastAxes(Primitive):
+    """MLX's BroadcastAxes, with inputs (x, *others): x broadcast against all inputs except
+    along `ignore_axes` (negative, sorted), which keep x's sizes. Shapeless compile traces use
+    it for matmul's batch axes (the others come in through stop_gradient and only lend their
+    shapes); `shape` is the trace-time output shape, for dumps."""
+
+    ignore_axes: tuple
+    shape: tuple
+
+    def abstract_eval(self, x, *others):
+        shape = broadcast_axes_shape([x.shape] + [o.shape for o in others], self.ignore_axes)
+        return [(shape, x.dtype)]
+
+    def eval_cpu(self, x, *others):
+        shape = broadcast_axes_shape([x.shape] + [o.shape for o in others], self.ignore_axes)
+        return [x.view() if x.shape == shape else np.broadcast_to(x, shape)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ct = cotangents[0]
+        return [sum_like(ct, primals[0]) if i == 0 else ops.zeros_like(primals[i])
+                for i in argnums]
+
+    def jvp(self, primals, tangents, argnums):
+        if 0 in argnums:
+            return [bind(self, (tangents[argnums.index(0)],) + tuple(primals[1:]))]
+        return [ops.zeros_like(bind(self, tuple(primals)))]
+
+    def vmap(self, inputs, axes):
+        rank = max(x.ndim - (ax is not None) for x, ax in zip(inputs, axes))
+        moved = []  # batch axis first (size 1 when unbatched), per-example ranks aligned
+        for x, ax in zip(inputs, axes):
+            if ax is None:
+                k = rank - x.ndim + 1
+                x = ops.expand_dims(x, tuple(range(k))) if k else x
+            else:
+                x = ops.moveaxis(x, ax, 0)
+                k = rank - (x.ndim - 1)
+                x = ops.expand_dims(x, tuple(range(1, 1 + k))) if k else x
+            moved.append(x)
+        shape = broadcast_axes_shape([m.shape for m in moved], self.ignore_axes)
+        return [bind(BroadcastAxes(self.ignore_axes, shape), tuple(moved))], [0]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,296 @@
-"""The `cpu` backend: fused kernels rendered as Python loops and compiled with Numba.
+"""The `cpu` backend (the default): fused kernels rendered as Python loops, compiled by Numba.
 
-For now this package only holds the vectorizable math library (`mathlib`) the kernel renderer
-will call; see `mathlib.REGISTRY` / `mathlib.function_name`.
+Per `Compiled` evaluation (`run_compiled`):
+
+1. Look up the region's entry by its IR key (one per region: the run-time inputs, and
+   whether the renderer supports it; complex regions run on the numpy reference backend).
+2. Pick the variant from the inputs' layouts (MLX's rule, reference §8.2): *contiguous* when
+   every input that is not a single element has the output's shape and all share one dense
+   layout (all row-major or all column-major) with no negative stride; otherwise *strided*,
+   with the output's dimensions collapsed where every input allows it. Single-element inputs
+   (0-d included) are scalars in either variant.
+3. Get the kernel for (IR key, variant) from the kernel cache (memory, then disk, then build).
+4. Allocate outputs through the buffer cache (`memory.empty`), or write into a donated input
+   (`Backend.assign_donors`; a donor must have the layout the kernel writes), and launch over
+   [0, size), split across threads when large (`threads.POOL`).
+
+See docs/kernels.md for the generated code, the dtypes and the measurements.
 """
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ... import config
+from ... import memory as M
+from .. import kernel_cache as KC
+from ..base import Backend, Program
 from . import mathlib  # noqa: F401
+from .render import HALF, CpuVariant, Unsupported
+from .render import render as render_kernel
+from .threads import POOL
+
+_U16 = np.dtype(np.uint16)
+
+
+class CpuProgram(Program):
+    """A compiled kernel: `program(inputs, outputs, shape, strides)`.
+
+    `inputs`/`outputs` are the flat 1-D buffers the kernel reads and writes (run-time inputs
+    only; half-precision buffers viewed as uint16); for a strided kernel `shape` is the
+    collapsed shape and `strides` a tuple (strides[n_strided, ndim], offsets[n_strided]) of
+    int64 arrays; for a contiguous one `shape` is the element count and `strides` is None."""
+
+    __slots__ = ("fn", "variant", "source", "name", "how", "seconds")
+
+    def __init__(self, fn, variant, source, name, how, seconds):
+        self.fn = fn
+        self.variant = variant
+        self.source = source
+        self.name = name
+        self.how = how
+        self.seconds = seconds
+
+    def __call__(self, inputs, outputs, shape, strides=None):
+        if strides is None:
+            n = int(shape) if np.ndim(shape) == 0 else int(np.prod(shape))
+            return POOL.run(self.fn, n, tuple(inputs) + tuple(outputs))
+        shp = np.asarray(shape, dtype=np.int64)
+        st, off = strides
+        n = int(np.prod(shp))
+        return POOL.run(self.fn, n, (shp, st, off) + tuple(inputs) + tuple(outputs))
+
+
+class _Entry:
+    __slots__ = ("ir", "run", "fallback", "programs", "half_in", "half_out", "out_np")
+
+    def __init__(self, ir):
+        self.ir = ir
+        self.run = tuple(k for k in range(ir.n_inputs) if not ir.inputs[k].const)
+        self.programs = {}
+        self.fallback = any(d.kind == "c" for d in ir.output_dtypes) or any(
+            i.dtype.kind == "c" for i in ir.inputs) or any(o.dtype.kind == "c" for o in ir.ops)
+        self.half_in = tuple(ir.inputs[k].dtype.name in HALF for k in self.run)
+        self.half_out = tuple(d.name in HALF for d in ir.output_dtypes)
+        self.out_np = tuple(d.np_dtype for d in ir.output_dtypes)
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def __init__(self):
+        from .compiler import NumbaCompiler
+        self.compiler = NumbaCompiler()
+        self.identity = self.compiler.identity
+        self._entries: dict = {}
+        self._numpy = None
+
+    # -- kernels -------------------------------------------------------------------------------
+    def _reference(self):
+        if self._numpy is None:
+            from ..numpy import NumpyBackend
+            self._numpy = NumpyBackend()
+        return self._numpy
+
+    def entry(self, ir) -> _Entry:
+        key = ir.key
+        e = self._entries.get(key)
+        if e is None:
+            e = _Entry(ir)
+            if not e.fallback:
+                try:  # render once up front: an unsupported region runs on numpy
+                    render_kernel(ir, CpuVariant("contiguous", 0, "V" * len(e.run)))
+                except Unsupported as exc:
+                    e.fallback = True
+                    if config.get().debug >= 1:
+                        from ...compile.diagnostics import emit
+                        emit(f"[cpu] {ir.name} runs on the numpy backend: {exc}")
+            self._entries[key] = e
+        return e
+
+    def program(self, ir, variant: CpuVariant) -> CpuProgram:
+        """The kernel for `ir` and `variant` (memory cache, then disk, then build)."""
+        e = self.entry(ir)
+        p = e.programs.get(variant)
+        if p is not None:
+            return p
+        with KC._LOCK:
+            p = e.programs.get(variant)
+            if p is not None:
+                return p
+            p = self._build(ir, variant)
+            e.programs[variant] = p
+        return p
+
+    def _build(self, ir, variant) -> CpuProgram:
+        cfg = config.get()
+        t0 = time.perf_counter()
+        name = f"{ir.name}{variant.suffix}"
+        disk = self.compiler.directory() is not None
+        source = render_kernel(ir, variant, cache=disk)
+        fn, how = self.compiler.compile(source, name)
+        dt = time.perf_counter() - t0
+        if cfg.debug >= 1 or cfg.dump_dir:
+            from ...compile.diagnostics import emit
+            if cfg.debug >= 1:
+                verb = "built" if how == "built" else "loaded from the disk cache"
+                emit(f"[cpu] kernel {name} (key {ir.key}) {verb} in {dt * 1e3:.1f} ms")
+            if cfg.debug >= 4:
+                emit(f"[cpu] source of {name}:\n{source}")
+            if cfg.dump_dir:
+                import os
+                os.makedirs(cfg.dump_dir, exist_ok=True)
+                with open(os.path.join(cfg.dump_dir, f"kernel_{ir.key}{variant.suffix}.py"),
+                          "w") as f:
+                    f.write(source)
+        return CpuProgram(fn, variant, source, name, how, dt)
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def run_compiled(self, ir, inputs, out_shape=None, donatable=None) -> list:
+        e = self._entries.get(ir.key)
+        if e is None:
+            e = self.entry(ir)
+        if e.fallback:
+            return self._reference().run_compiled(ir, inputs, out_shape, donatable)
+        if out_shape is None:
+            out_shape = ir.output_shape([x.shape for x in inputs])
+        size = 1
+        for s in out_shape:
+            size *= s
+        run = e.run
+        xs = [inputs[k] for k in run]
+        scal = "".join(["S" if x.size == 1 else "V" for x in xs])
+        # -- layout: contiguous (C or F) or strided
+        order = "C"
+        contiguous = True
+        if size > 1:
+            cs = fs = True
+            for x, s in zip(xs, scal):
+                if s == "S":
+                    continue
+                if x.shape != out_shape:
+                    cs = fs = False
+                    break
+                fl = x.flags
+                cs = cs and fl.c_contiguous
+                fs = fs and fl.f_contiguous
+            if not cs:
+                if fs:
+                    order = "F"
+                else:
+                    contiguous = False
+        else:
+            scal = "S" * len(xs)
+        donors = self.assign_donors(ir, inputs, out_shape, donatable) if donatable else None
+        outs = []
+        for j, npd in enumerate(e.out_np):
+            d = donors[j] if donors else None
+            if d is not None:
+                buf = inputs[d]
+                ok = buf.flags.c_contiguous if order == "C" else buf.flags.f_contiguous
+                if ok:
+                    outs.append(buf)
+                    continue
+            outs.append(M.empty(out_shape, npd, order))
+        if size == 0:
+            return outs
+        oflat = []
+        for o, h in zip(outs, e.half_out):
+            f = o.reshape(-1, order=order)
+            oflat.append(f.view(_U16) if h else f)
+        if contiguous:
+            prog = self.program(ir, CpuVariant("contiguous", 0, scal))
+            args = []
+            for x, h in zip(xs, e.half_in):
+                f = x.reshape(-1, order=order)
+                args.append(f.view(_U16) if h else f)
+            POOL.run(prog.fn, size, tuple(args) + tuple(oflat))
+            return outs
+        shape, bufs, st, off = _strided_layout(xs, scal, out_shape, e.half_in)
+        prog = self.program(ir, CpuVariant("strided", len(shape), scal))
+        POOL.run(prog.fn, size, (shape, st, off) + tuple(bufs) + tuple(oflat))
+        return outs
+
+
+def _broadcast_strides(x, out_shape):
+    """Element strides of `x` broadcast to `out_shape` (0 where broadcast), or None if a
+    stride is not a multiple of the itemsize."""
+    nd = len(out_shape)
+    lead = nd - x.ndim
+    isz = x.itemsize
+    st = [0] * nd
+    for d in range(x.ndim):
+        s = x.strides[d]
+        if x.shape[d] == 1:
+            continue
+        if s % isz:
+            return None
+        st[lead + d] = s // isz
+    return st
+
+
+def _strided_layout(xs, scal, out_shape, half_in):
+    """Collapsed shape, 1-D buffers, strides and offsets for the strided kernel."""
+    vs = []
+    for x, s in zip(xs, scal):
+        if s == "V":
+            st = _broadcast_strides(x, out_shape)
+            if st is None:  # pragma: no cover - odd views: copy
+                x = np.ascontiguousarray(x)
+                st = _broadcast_strides(x, out_shape)
+            vs.append((x, st))
+    # drop size-1 dimensions, then merge adjacent dimensions every operand allows
+    dims = [d for d in range(len(out_shape)) if out_shape[d] != 1]
+    shape = [out_shape[d] for d in dims]
+    strides = [[st[d] for d in dims] for _, st in vs]
+    if not shape:
+        shape = [1]
+        strides = [[0] for _ in vs]
+    cs, cst = [shape[0]], [[s[0]] for s in strides]
+    for d in range(1, len(shape)):
+        n = shape[d]
+        if all(c[-1] == s[d] * n for c, s in zip(cst, strides)):
+            cs[-1] *= n
+            for c, s in zip(cst, strides):
+                c[-1] = s[d]
+        else:
+            cs.append(n)
+            for c, s in zip(cst, strides):
+                c.append(s[d])
+    bufs, offs = [], []
+    for x, s, h in zip(xs, scal, half_in):
+        if s == "V":
+            buf, off = _span(x)
+            offs.append(off)
+        else:
+            buf = x.reshape(-1)
+        bufs.append(buf.view(_U16) if h else buf)
+    shape_a = np.array(cs, dtype=np.int64)
+    st_a = np.array(cst, dtype=np.int64).reshape(len(vs), len(cs))
+    off_a = np.array(offs, dtype=np.int64)
+    return shape_a, bufs, st_a, off_a
+
+
+def _span(x):
+    """(a 1-D array over the memory `x` spans, starting at its lowest address; the element
+    offset of x's first element in it)."""
+    if x.flags.c_contiguous:
+        return x.reshape(-1), 0
+    isz = x.itemsize
+    lo = hi = 0
+    flip = []
+    for n, s in zip(x.shape, x.strides):
+        if n <= 1:
+            flip.append(slice(None))
+            continue
+        if s < 0:
+            lo += s * (n - 1)
+            flip.append(slice(None, None, -1))
+        else:
+            hi += s * (n - 1)
+            flip.append(slice(None))
+    y = x[tuple(flip)] if lo else x
+    span = (hi - lo) // isz + 1
+    buf = np.lib.stride_tricks.as_strided(y, shape=(span,), strides=(isz,), writeable=False)
+    return buf, -lo // isz
