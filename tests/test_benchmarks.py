@@ -1,0 +1,79 @@
+"""Smoke test of benchmarks/compile_bench.py: the smallest size, --quick, no peer needed."""
+import importlib.util
+import json
+import os
+import sys
+
+import pytest
+
+_BENCH = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks")
+
+
+def _load(name):
+    path = os.path.join(_BENCH, f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _load("compile_bench")
+
+
+def _records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def test_quick_run_compiled(bench, tmp_path, capsys):
+    out = tmp_path / "out.jsonl"
+    rc = bench.main(["--quick", "--sizes", "1", "--variants", "braze.c,braze,numpy",
+                     "--workloads", "gelu,chain,softmax,adam", "--json", str(out),
+                     "--no-progress"])
+    assert rc == 0
+    recs = _records(out)
+    meta = [r for r in recs if r["kind"] == "meta"]
+    assert len(meta) == 1 and meta[0]["backend"] and meta[0]["copy_bandwidth_Bps"] > 0
+    times = [r for r in recs if r["kind"] == "time"]
+    assert len(times) == 4 * 3
+    for r in times:
+        assert r["status"] == "ok", r
+        assert r["ok"], r
+        assert r["median_s"] > 0 and r["elements"] == 1
+    summ = [r for r in recs if r["kind"] == "summary"]
+    assert len(summ) == 4 and all("ratio" in s and "roofline" in s for s in summ)
+    text = capsys.readouterr().out
+    assert "braze backend:" in text and "bz.c/best" in text and "per call at 1 element" in text
+
+
+def test_every_workload_uncompiled(bench, tmp_path):
+    out = tmp_path / "out.jsonl"
+    assert bench.main(["--quick", "--sizes", "1", "--variants", "braze,numpy",
+                       "--json", str(out), "--no-progress"]) == 0
+    times = [r for r in _records(out) if r["kind"] == "time"]
+    assert len(times) == 8 * 2
+    assert all(r["status"] == "ok" and r["ok"] for r in times), times
+
+
+def test_missing_peer_drops_its_columns(bench, monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` now raises ImportError
+    loaded, missing = bench.load_variants(["numpy", "jax.jit"])
+    assert list(loaded) == ["numpy"] and "jax.jit" in missing
+
+
+def test_sizes_and_traffic(bench):
+    peers = bench.P
+    assert [bench.parse_size(s) for s in ("1", "4Ki", "1Mi", "16Mi", "12")] == \
+        [1, 4096, 1 << 20, 1 << 24, 12]
+    assert bench.size_name(1 << 24) == "16Mi" and bench.size_name(3) == "3"
+    assert peers.shape_of("softmax", 1 << 20) == (256, 4096)
+    assert peers.shape_of("softmax", 1) == (1, 1)
+    assert peers.bytes_moved("adam", 1024) == 7 * 4 * 1024
+    assert peers.bytes_moved("layernorm", 4096) == 4 * (2 * 4096 + 2 * 4096)
+
+
+def test_unknown_workload_is_an_error(bench):
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--workloads", "nope"])
