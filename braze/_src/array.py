@@ -555,6 +555,28 @@ def _repoint_consumers(dst: array, old: array) -> None:
     dst._nc = max(dst._nc, 0)
 
 
+def _repoint_within(src: array, dst: array, old: array, limit: int = 256) -> None:
+    """Re-point consumers of `dst` found in `src`'s unevaluated graph (walked up to `limit`
+    nodes), which is where an in-place update's own consumers are; cheap, unlike the search."""
+    todo, seen = [src], set()
+    while todo and len(seen) < limit and dst._nc > 0:
+        n = todo.pop()
+        if id(n) in seen or n is dst or n is old:
+            continue
+        seen.add(id(n))
+        ins = n._inputs
+        if any(x is dst for x in ins):
+            k = sum(x is dst for x in ins)
+            new = tuple(old if x is dst else x for x in ins)
+            for s in (n._siblings or (n,)):
+                if s._inputs is ins:
+                    s._inputs = new
+                    dst._nc -= k
+                    old._nc += k
+            ins = new
+        todo.extend(x for x in ins if x._prim is not None)
+
+
 def detached_copy(a: array) -> array:
     """A new array object with `a`'s current value (node or buffer), for `a` to be overwritten.
 
@@ -589,6 +611,8 @@ def overwrite_descriptor(dst: array, src: array) -> None:
     old = detached_copy(dst)
     if dst._tracer and TraceState.depth:
         TraceState.overwritten.setdefault(id(dst), old)
+    if dst._nc:
+        _repoint_within(src, dst, old)  # the usual consumers: src's own graph (`a += 1`)
     if dst._nc:
         _repoint_consumers(dst, old)
     for x in dst._inputs:  # dst lets go of its former inputs; `old` holds them now

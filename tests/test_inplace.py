@@ -1,0 +1,51 @@
+"""MLX's in-place semantics: the array object takes the new value (every reference to it sees
+it), while graph nodes built from it earlier keep the old value."""
+import numpy as np
+
+import braze.core as mx
+
+
+def test_setitem_leaves_pending_consumers_on_the_old_value():
+    a = mx.zeros((3,))
+    c = a * 2
+    d = [a + 1]
+    a[0] = 5
+    assert c.tolist() == [0, 0, 0] and d[0].tolist() == [1, 1, 1]
+    assert a.tolist() == [5, 0, 0]
+
+
+def test_inplace_operator_updates_aliases_not_consumers():
+    a = mx.array([1.0, 2.0])
+    alias = a
+    before = a * 10
+    a += 1
+    assert alias is a and alias.tolist() == [2.0, 3.0]
+    assert before.tolist() == [10.0, 20.0]
+
+
+def test_value_computed_from_the_array_itself():
+    a = mx.arange(6)
+    a[0] = a[1] + a[5]
+    assert a.tolist() == [6, 1, 2, 3, 4, 5]
+
+
+def test_long_inplace_chain_without_eval_is_linear():
+    x = mx.zeros((4,))
+    for _ in range(2000):
+        x += 1
+    assert x.tolist() == [2000.0] * 4
+
+
+def test_multi_output_sibling_overwritten():
+    q, r = mx.divmod(mx.array([7, 9]), mx.array([2, 4]))
+    q_plus = q + 0
+    q += 10
+    assert q.tolist() == [13, 12] and r.tolist() == [1, 1] and q_plus.tolist() == [3, 2]
+
+
+def test_numpy_view_of_old_buffer_survives_overwrite():
+    a = mx.array(np.arange(4, dtype=np.float32))
+    view = np.asarray(a)
+    a += 1
+    np.testing.assert_array_equal(view, [0, 1, 2, 3])  # the old buffer is never written
+    assert a.tolist() == [1, 2, 3, 4]
