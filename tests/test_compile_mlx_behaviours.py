@@ -407,11 +407,39 @@ def test_shapeless_compile_full_like():
 
 # 25-26
 def test_shapeless_compile_gather_qmm():
-    _needs("issue quantization: mx.quantize / mx.gather_qmm")
+    K, N, experts = 64, 32, 4
+    qw, s, b = mx.quantize(mx.random.normal((experts, N, K)))
+    mx.eval(qw, s, b)
+    idx = mx.array([0, 1, 2, 3])
+
+    def fn(x):
+        return mx.gather_qmm(x, qw, s, b, lhs_indices=idx, rhs_indices=idx, transpose=True)
+
+    cf = mx.compile(fn, shapeless=True)
+    for rows in (4, 8):  # the row count changes; the shapeless trace is reused
+        x = mx.random.normal((experts, rows, K))
+        out = cf(x)
+        assert out.shape == fn(x).shape == (experts, rows, N)
+        assert mx.allclose(out, fn(x), rtol=1e-5, atol=1e-5)
+    assert cf.stats()["traces"] == 1
 
 
 def test_shapeless_compile_gather_mm():
-    _needs("issue gather_mm: mx.gather_mm")
+    K, N, experts = 64, 32, 4
+    idx = mx.array([0, 1, 2, 3])
+    b = mx.random.normal((experts, K, N))
+    mx.eval(b)
+
+    def fn(x):
+        return mx.gather_mm(x, b, lhs_indices=idx, rhs_indices=idx)
+
+    cf = mx.compile(fn, shapeless=True)
+    for rows in (4, 8):
+        x = mx.random.normal((experts, rows, K))
+        out = cf(x)
+        assert out.shape == fn(x).shape == (experts, rows, N)
+        assert mx.allclose(out, fn(x), rtol=1e-5, atol=1e-5)
+    assert cf.stats()["traces"] == 1
 
 
 # 27
@@ -918,8 +946,29 @@ def test_compile_output_with_siblings():
     assert cf(mx.array(-7)).item() == 2
     q, r = divmod(7, mx.array([2, 3]))  # __rdivmod__
     assert q.tolist() == [3, 2] and r.tolist() == [1, 1]
-    if not hasattr(mx, "fast"):
-        pytest.skip("second half needs issue fast: mx.fast.layer_norm")
+
+    # value_and_grad of fast.layer_norm over a gathered embedding, inside compile
+    def loss_fn(params, x):
+        emb, w = params
+        return mx.fast.layer_norm(emb[x], w, None, 1e-4).sum()
+
+    loss_and_grad = mx.value_and_grad(loss_fn)
+    emb = mx.random.normal((10, 32))
+    w = mx.random.normal((32,))
+    x = mx.zeros(shape=(4, 32), dtype=mx.int32)
+    mx.eval(x, emb, w)
+
+    @mx.compile
+    def step(emb, w, x):
+        return loss_and_grad((emb, w), x)
+
+    loss, grads = step(emb, w, x)
+    mx.eval(loss, grads)
+    want_loss, want_grads = loss_and_grad((emb, w), x)
+    assert mx.allclose(loss, want_loss, rtol=1e-4, atol=1e-4)
+    for g, wg in zip(grads, want_grads):
+        assert g.shape == wg.shape
+        assert mx.allclose(g, wg, rtol=1e-4, atol=1e-4)
 
 
 # 62

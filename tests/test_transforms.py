@@ -1,6 +1,5 @@
 """The transformations as MLX users call them: signatures and return structures, trees,
 axis specifications, nesting, custom_function / checkpoint / stop_gradient, and the errors."""
-import time
 
 import numpy as np
 import pytest
@@ -360,21 +359,31 @@ def test_vmap_eval_of_batched_intermediate_is_an_error_as_in_mlx():
         mx.vmap(f)(mx.array(X))
 
 
-def test_deep_graph_is_linear_and_not_recursive():
+def test_deep_graph_is_walked_once_without_recursion(monkeypatch):
+    # a 5000-op chain: no RecursionError, and each node's rule runs exactly once (a walk that
+    # revisits nodes would be quadratic); timing is left to benchmarks/
+    from braze._src.prims.base import REGISTRY
+
+    sin = REGISTRY["Sin"]
+    calls = []
+    original = sin.vjp
+
+    def counting_vjp(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(sin, "vjp", counting_vjp)
     x = mx.array([0.3, 0.1])
 
-    def f(a, n):
-        for _ in range(n):
+    def f(a):
+        for _ in range(5000):
             a = mx.sin(a) * 1.0001
         return a.sum()
 
-    t0 = time.perf_counter()
-    mx.eval(mx.grad(lambda a: f(a, 1000))(x))
-    t1 = time.perf_counter()
-    mx.eval(mx.grad(lambda a: f(a, 4000))(x))
-    t2 = time.perf_counter()
-    # 4x the ops should take about 4x the time (generous bound against quadratic walks)
-    assert (t2 - t1) < 12 * max(t1 - t0, 1e-3)
+    g = mx.grad(f)(x)
+    mx.eval(g)
+    assert len(calls) == 5000
+    assert np.all(np.isfinite(np.asarray(g)))
 
 
 def test_constant_graph_behind_inputs_is_not_walked():

@@ -46,10 +46,13 @@ class Config:
     num_threads: int = 0
     #: warn when one compiled function has been traced more than this many times; 0: never
     compile_retrace_limit: int = 16
+    #: threads BLAS (OpenBLAS/MKL, through threadpoolctl when installed) may use for
+    #: matmul/einsum; 0: leave BLAS as it is
+    blas_threads: int = 0
 
 
 _ENV = {f.name: "BRAZE_" + f.name.upper() for f in dataclasses.fields(Config)}
-_INT_KNOBS = ("debug", "num_threads", "compile_retrace_limit")
+_INT_KNOBS = ("debug", "num_threads", "compile_retrace_limit", "blas_threads")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}

@@ -6,24 +6,30 @@ def toposort(roots):
     """Unevaluated arrays reachable from `roots`, inputs before consumers.
 
     A multi-output node appears once (by whichever sibling is reached first).
+    The visited set holds the arrays themselves (their hash is the identity's, and a set
+    compares identity before `__eq__`), which saves an `id()` call per edge.
     """
     order = []
     visited = set()
     add = visited.add
     for r in roots:
-        if r._data is not None or id(r) in visited:
+        if r._data is not None or r in visited:
             continue
-        _mark(r, visited)
+        if r._siblings is None:
+            add(r)
+        else:
+            visited.update(r._siblings)
         stack = [(r, iter(r._inputs))]
+        push = stack.append
         while stack:
             node, it = stack[-1]
             for c in it:
-                if c._data is None and id(c) not in visited:
+                if c._data is None and c not in visited:
                     if c._siblings is None:
-                        add(id(c))
+                        add(c)
                     else:
-                        _mark(c, visited)
-                    stack.append((c, iter(c._inputs)))
+                        visited.update(c._siblings)
+                    push((c, iter(c._inputs)))
                     break
             else:
                 stack.pop()

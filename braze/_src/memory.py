@@ -96,3 +96,237 @@ def clear_cache() -> None:
 def empty(shape, dtype, order="C") -> np.ndarray:
     """A new uninitialised buffer for a kernel output (through the buffer cache)."""
     return np.empty(shape, dtype, order)
+
+
+# -- the buffer cache ----------------------------------------------------------------------------
+# MLX keeps freed buffers and hands them out again for allocations of the same size: a fresh
+# 64 MiB buffer costs 4-17 ms of page faults here, more than the kernel that fills it. braze
+# does the same for the large buffers its kernels allocate, through NumPy's allocator hook
+# (NEP 49, `PyDataMem_SetHandler`): `empty` allocates under a handler whose `free` keeps the
+# block (keyed by its exact byte size) in a table instead of returning it to libc, up to the
+# cache limit; the next allocation of that size takes it back. The arrays are ordinary NumPy
+# arrays that own their data (`base is None`), so donation and byte accounting are unchanged;
+# a buffer enters the cache when its last reference dies, exactly like MLX's allocator.
+#
+# The handler's functions are Numba `cfunc`s (native code: they run inside NumPy's dealloc,
+# with the GIL held, on any thread), the table is a leaked int64 array:
+#   [0] cached bytes, [1] limit, [2] entries, [3] hits, [4] misses, [5..7] unused,
+#   then (size, pointer) pairs.
+# Only blocks of at least `_MIN_CACHED` bytes are cached (smaller ones come from libc's
+# arenas without page faults). Without Numba, or if the hook is unavailable, `empty` is
+# `np.empty` and the cache stays empty.
+
+_MIN_CACHED = 1 << 16
+_CAP = 256
+_pool = {"state": None}  # None: not initialised; False: unavailable; else a dict
+
+
+# The handler's functions (compiled as Numba cfuncs by `_init_pool`, cached on disk by Numba
+# like the rest of braze's own compiled helpers). Globals they use are set by `_init_pool`.
+_carray = _as_ptr = _as_int = None
+_c_malloc = _c_calloc = _c_realloc = _c_free = None
+
+
+def _h_malloc(ctx, size):
+    t = _carray(ctx, (_NSLOTS,), dtype=np.int64)
+    if size >= _MIN_CACHED:
+        n = t[2]
+        for i in range(n):
+            if t[8 + 2 * i] == size:
+                p = t[9 + 2 * i]
+                t[8 + 2 * i] = t[8 + 2 * (n - 1)]
+                t[9 + 2 * i] = t[9 + 2 * (n - 1)]
+                t[2] = n - 1
+                t[0] -= size
+                t[3] += 1
+                return _as_ptr(p)
+        t[4] += 1
+    return _c_malloc(size)
+
+
+def _h_calloc(ctx, nelem, elsize):
+    return _c_calloc(nelem, elsize)
+
+
+def _h_realloc(ctx, ptr, new_size):
+    return _c_realloc(ptr, new_size)
+
+
+def _h_free(ctx, ptr, size):
+    t = _carray(ctx, (_NSLOTS,), dtype=np.int64)
+    n = t[2]
+    if size >= _MIN_CACHED and n < _CAP and t[0] + size <= t[1]:
+        t[8 + 2 * n] = size
+        t[9 + 2 * n] = _as_int(ptr)
+        t[2] = n + 1
+        t[0] += size
+        return
+    _c_free(ptr)
+
+
+_NSLOTS = 8 + 2 * _CAP
+
+
+def _init_pool():
+    import ctypes
+
+    from llvmlite import ir as llir
+    from numba import carray, cfunc, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def as_ptr(typingctx, x):
+        def codegen(context, builder, sig, args):
+            return builder.inttoptr(args[0], llir.IntType(8).as_pointer())
+        return types.voidptr(x), codegen
+
+    @intrinsic
+    def as_int(typingctx, p):
+        def codegen(context, builder, sig, args):
+            return builder.ptrtoint(args[0], llir.IntType(64))
+        return types.int64(p), codegen
+
+    g = globals()
+    g["_carray"] = carray
+    g["_as_ptr"] = as_ptr
+    g["_as_int"] = as_int
+    g["_c_malloc"] = types.ExternalFunction("malloc", types.voidptr(types.uintp))
+    g["_c_calloc"] = types.ExternalFunction("calloc", types.voidptr(types.uintp, types.uintp))
+    g["_c_realloc"] = types.ExternalFunction("realloc",
+                                             types.voidptr(types.voidptr, types.uintp))
+    g["_c_free"] = types.ExternalFunction("free", types.void(types.voidptr))
+    vp, up = types.voidptr, types.uintp
+    h_malloc = cfunc(vp(vp, up), nopython=True, cache=True)(_h_malloc)
+    h_calloc = cfunc(vp(vp, up, up), nopython=True, cache=True)(_h_calloc)
+    h_realloc = cfunc(vp(vp, vp, up), nopython=True, cache=True)(_h_realloc)
+    h_free = cfunc(types.void(vp, vp, up), nopython=True, cache=True)(_h_free)
+
+    libc = ctypes.CDLL(None)
+    c_free = libc.free
+    c_free.restype = None
+    c_free.argtypes = [ctypes.c_void_p]
+    table = np.zeros(_NSLOTS, dtype=np.int64)
+    lim = _state["cache_limit"]
+    table[1] = get_memory_limit() if lim is None else lim
+
+    class _Allocator(ctypes.Structure):
+        _fields_ = [("ctx", ctypes.c_void_p), ("malloc", ctypes.c_void_p),
+                    ("calloc", ctypes.c_void_p), ("realloc", ctypes.c_void_p),
+                    ("free", ctypes.c_void_p)]
+
+    class _Handler(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char * 127), ("version", ctypes.c_uint8),
+                    ("allocator", _Allocator)]
+
+    handler = _Handler()
+    handler.name = b"braze_buffer_cache"
+    handler.version = 1
+    handler.allocator = _Allocator(table.ctypes.data, h_malloc.address, h_calloc.address,
+                                   h_realloc.address, h_free.address)
+    api = ctypes.pythonapi
+    api.PyCapsule_New.restype = ctypes.py_object
+    api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = ctypes.c_char_p(b"mem_handler")
+    capsule = api.PyCapsule_New(ctypes.addressof(handler), name, None)
+    try:
+        from numpy._core import _multiarray_umath as mu
+    except ImportError:  # pragma: no cover - NumPy 1.x
+        from numpy.core import _multiarray_umath as mu
+    apitab = api.PyCapsule_GetPointer(mu._ARRAY_API, None)
+    slots = ctypes.cast(apitab, ctypes.POINTER(ctypes.c_void_p))
+    set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(slots[304])
+    get_handler = ctypes.PYFUNCTYPE(ctypes.py_object)(slots[305])
+    # sanity: the slot really is PyDataMem_GetHandler (a "mem_handler" capsule)
+    cur = get_handler()
+    if type(cur).__name__ != "PyCapsule" or api.PyCapsule_GetPointer(cur, name) is None:
+        raise RuntimeError("PyDataMem_GetHandler not found")
+    st = {"table": table, "capsule": capsule, "handler": handler, "name": name,
+          "funcs": (h_malloc, h_calloc, h_realloc, h_free), "set": set_handler,
+          "free": c_free}
+    # everything above must outlive every array allocated through it (arrays may die at
+    # interpreter exit after this module): keep a reference forever
+    _KEEP.append(st)
+    return st
+
+
+_KEEP: list = []
+
+
+def _pool_state():
+    st = _pool["state"]
+    if st is None:
+        try:
+            st = _init_pool()
+        except Exception:  # pragma: no cover - no Numba / NumPy without NEP 49
+            st = False
+        _pool["state"] = st
+    return st
+
+
+def empty(shape, dtype, order="C") -> np.ndarray:  # noqa: F811
+    """A new uninitialised buffer for a kernel output, reusing a cached block of the same
+    byte size when there is one (see the buffer cache above)."""
+    dt = np.dtype(dtype)
+    n = dt.itemsize
+    for s in shape:
+        n *= s
+    if n < _MIN_CACHED:
+        return np.empty(shape, dt, order)
+    st = _pool["state"] or _pool_state()
+    if not st:
+        return np.empty(shape, dt, order)
+    setter = st["set"]
+    old = setter(st["capsule"])
+    try:
+        return np.empty(shape, dt, order)
+    finally:
+        setter(old)
+
+
+def get_cache_memory() -> int:  # noqa: F811
+    st = _pool["state"]
+    return int(st["table"][0]) if st else 0
+
+
+def cache_stats() -> dict:
+    """Buffer-cache counters: cached bytes and blocks, hits and misses of `empty`."""
+    st = _pool["state"]
+    if not st:
+        return {"bytes": 0, "blocks": 0, "hits": 0, "misses": 0}
+    t = st["table"]
+    return {"bytes": int(t[0]), "blocks": int(t[2]), "hits": int(t[3]), "misses": int(t[4])}
+
+
+def _trim(limit: int) -> None:
+    st = _pool["state"]
+    if not st:
+        return
+    t = st["table"]
+    free = st["free"]
+    while t[2] > 0 and t[0] > limit:
+        n = int(t[2]) - 1
+        size, ptr = int(t[8 + 2 * n]), int(t[9 + 2 * n])
+        t[2] = n
+        t[0] -= size
+        free(ptr)
+
+
+def set_cache_limit(limit: int) -> int:  # noqa: F811
+    """Set the buffer-cache limit in bytes; returns the previous limit (by default the
+    memory limit). Cached buffers above the new limit are released."""
+    limit = _check_limit(limit, "set_cache_limit")
+    prev = _state["cache_limit"]
+    _state["cache_limit"] = limit
+    st = _pool["state"]
+    if st:
+        st["table"][1] = limit
+        _trim(limit)
+    return get_memory_limit() if prev is None else prev
+
+
+def clear_cache() -> None:  # noqa: F811
+    """Release every cached buffer."""
+    _state["cache"] = 0
+    _trim(0)

@@ -143,6 +143,10 @@ def eval_arrays(arrays) -> None:
     """Evaluate a flat iterable of arrays."""
     order = toposort(arrays)
     tok = silence()  # kernels return IEEE inf/nan without NumPy's warnings
+    # once the buffer cache runs (the cpu backend starts it), NumPy allocations made while
+    # the graph runs go through it: large buffers are reused (memory.py, "the buffer cache")
+    pool = memory._pool["state"]
+    prev = pool["set"](pool["capsule"]) if pool else None
     try:
         tracing = TraceState.depth
         counters = memory.Counters
@@ -177,4 +181,6 @@ def eval_arrays(arrays) -> None:
             a._prim = None
             a._inputs = ()
     finally:
+        if pool:
+            pool["set"](prev)
         restore(tok)

@@ -2,6 +2,7 @@
 import math as _math
 
 from braze._src.array import PrintOptions, array, get_printoptions, printoptions, set_printoptions  # noqa: F401
+from braze._src.compile.api import compile, disable_compile, enable_compile  # noqa: F401,A004
 from braze._src.device import (  # noqa: F401
     Device,
     DeviceType,
@@ -53,6 +54,11 @@ from braze._src.memory import (  # noqa: F401
     set_wired_limit,
 )
 from braze._src.ops import *  # noqa: F401,F403  (eval, result_type, can_cast, ... from ops.misc)
+from braze._src.transforms.autodiff import grad, jvp, value_and_grad, vjp  # noqa: F401
+from braze._src.transforms.custom import checkpoint, custom_function  # noqa: F401
+from braze._src.transforms.vmap import vmap  # noqa: F401
+
+from . import distributed, fast, random  # noqa: F401  (the mx.distributed/fast/random namespaces)
 
 complexfloating = DtypeCategory.complexfloating
 floating = DtypeCategory.floating
@@ -69,9 +75,3 @@ inf = _math.inf
 nan = _math.nan
 euler_gamma = 0.5772156649015329
 newaxis = None
-from braze._src.compile.api import compile, disable_compile, enable_compile  # noqa: E402,F401,A004
-from braze._src.transforms.autodiff import grad, jvp, value_and_grad, vjp  # noqa: E402,F401
-from braze._src.transforms.custom import checkpoint, custom_function  # noqa: E402,F401
-from braze._src.transforms.vmap import vmap  # noqa: E402,F401
-from . import distributed  # noqa: E402,F401
-from . import random  # noqa: E402,F401

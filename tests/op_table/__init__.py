@@ -45,8 +45,18 @@ class OpCase:
 
 
 def all_cases():
-    from . import conv, creation, elementwise, indexing, linalg, reduction, shape, sorting
+    from . import (
+        conv,
+        creation,
+        elementwise,
+        indexing,
+        linalg,
+        quantized,
+        reduction,
+        shape,
+        sorting,
+    )
     out = []
-    for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, conv):
+    for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, conv, quantized):
         out.extend(m.CASES)
     return out

@@ -9,5 +9,14 @@ from .numpy import NumpyBackend
 
 register("numpy", NumpyBackend)
 
+
+def _cpu():
+    """The Numba backend, built on first use so that importing braze does not import Numba."""
+    from .cpu import CpuBackend
+    return CpuBackend()
+
+
+register("cpu", _cpu)
+
 __all__ = ["base", "Backend", "Compiler", "Program", "Renderer", "Variant", "get", "register",
            "registered", "NumpyBackend"]

@@ -5,6 +5,12 @@ any input is a tracer (we are inside grad/vmap/another compile trace), call the 
 directly; otherwise look the signature up in the thread-local cache, trace on a miss
 (placeholders -> Tape -> simplify -> fuse), replay the stored tape onto the real inputs, and
 write the captured `outputs=` back. See docs/compile.md and the MLX reference §0-§7.
+
+The hit path: a call made only of positional arrays, with no declared state, outside any
+transform, records (thread cache and its generation, each argument's shape and dtype, the
+implicit state's) and its entry; the next call that matches is served without flattening,
+signature hashing or the general replay (`_fast_call`, `ReplayPlan`). `clear_cache` and the
+death of a compiled function bump the thread cache's generation, which retires the records.
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ from ..prims.core import Copy
 from ..scheduler import user_frame
 from . import diagnostics as diag
 from . import simplify as S
-from .replay import SHAPELESS_REFUSED, replay
+from .replay import SHAPELESS_REFUSED, ReplayPlan, replay
 from .trace import SiteRecorder, capture, compile_trace, placeholder
 
 __all__ = ["compile", "disable_compile", "enable_compile", "register_implicit_state",
@@ -200,10 +206,11 @@ def _paths(tree, prefix, out):
 class _ThreadCache:
     """One thread's entries: id(fun) -> {key: Entry}."""
 
-    __slots__ = ("map", "__weakref__")
+    __slots__ = ("map", "gen", "__weakref__")
 
     def __init__(self):
         self.map = {}
+        self.gen = 0  # bumped by clear_cache: invalidates the functions' hit-path records
 
 
 _tls = threading.local()
@@ -218,21 +225,25 @@ def _thread_cache() -> _ThreadCache:
 
 def clear_cache() -> None:
     """Drop the calling thread's compiled traces (called by mx.clear_streams)."""
-    _thread_cache().map.clear()
+    c = _thread_cache()
+    c.map.clear()
+    c.gen += 1
 
 
 _device.register_clear_hook(clear_cache)
 
 
-def _erase(fid, last):
-    ref = last[0]
-    cache = ref() if ref is not None else None
-    if cache is not None:
+def _erase(fid, caches):
+    """The function died: drop its entries from every thread cache it was called in (not only
+    the last one: a stale entry under a reused id would be hit by a new function)."""
+    for cache in list(caches):
         cache.map.pop(fid, None)
+        cache.gen += 1  # hit-path records of other wrappers of the same function go stale
 
 
 class Entry:
-    __slots__ = ("sig", "tape", "n_out", "out_def", "out_template", "sites", "counts")
+    __slots__ = ("sig", "tape", "n_out", "out_def", "out_template", "sites", "counts",
+                 "_plan")
 
     def __init__(self, sig, tape, n_out, out_def, out_template, sites, counts):
         sig.paths  # noqa: B018 -- computed now, so the entry does not keep the call's arrays
@@ -240,6 +251,15 @@ class Entry:
         self.sig, self.tape, self.n_out = sig, tape, n_out
         self.out_def, self.out_template, self.sites = out_def, out_template, sites
         self.counts = counts
+        self._plan = None
+
+    @property
+    def plan(self) -> ReplayPlan:
+        """The replay plan of the hit path (built on first use)."""
+        p = self._plan
+        if p is None:
+            p = self._plan = ReplayPlan(self.tape)
+        return p
 
 
 def _prim_counts(tape) -> collections.Counter:
@@ -271,7 +291,8 @@ class CompiledFunction:
         self._outputs = outputs
         self._shapeless = bool(shapeless)
         self._fid = id(fun)
-        self._last = [None]  # weakref to the thread cache used last
+        self._caches = weakref.WeakSet()  # the thread caches this function has entries in
+        self._fast = None  # the hit path's record, see _fast_call
         self._hits = 0
         self._misses = collections.Counter()
         self._traces = 0
@@ -283,7 +304,7 @@ class CompiledFunction:
             functools.update_wrapper(self, fun)
         except (AttributeError, TypeError):
             pass
-        weakref.finalize(self, _erase, self._fid, self._last)
+        weakref.finalize(self, _erase, self._fid, self._caches)
 
     def __getattr__(self, name):  # forward other attribute lookups to the function
         if name.startswith("_"):
@@ -295,6 +316,11 @@ class CompiledFunction:
 
     # -- the call -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs and not TraceState.depth:
+            out = self._fast_call(fast, args)
+            if out is not _MISS:
+                return out
         fun = self._fun
         leaves, treedef = T.flatten((args, kwargs))
         shapeless = self._shapeless
@@ -321,7 +347,7 @@ class CompiledFunction:
         ckeys = tuple(("A", x._dtype, len(x._shape) if shapeless else x._shape) for x in cap)
         sig = Signature(treedef, tuple(lkeys), ckeys, None, (args, kwargs))
         cache = _thread_cache()
-        self._last[0] = weakref.ref(cache)
+        self._caches.add(cache)
         entries = cache.map.get(self._fid)
         entry = entries.get(sig.key) if entries else None
         if entry is None:
@@ -332,6 +358,13 @@ class CompiledFunction:
         else:
             self._hits += 1
         real = arrays + cap
+        if (not shapeless and not kwargs and not TraceState.depth
+                and self._inputs is None and self._outputs is None
+                and len(leaves) == len(args) and len(arrays) == len(args)
+                and len(cap) == len(implicit) == len(_IMPLICIT)
+                and all(type(x) is array for x in args)
+                and all(type(x) is array and _is_sentinel(o) for x, o in zip(cap, implicit))):
+            self._fast = _FastRecord(cache, entry, args, cap)
         outs = replay(entry.tape, real, shapeless, entry.sites, self._name)
         # a constant output must not be the cached object itself (in-place ops would alter it)
         for i, o in enumerate(outs):
@@ -343,6 +376,46 @@ class CompiledFunction:
                 self._outputs is not None or implicit) else []
             for s, v in zip(out_slots, outs[n:]):
                 s.set(v)
+        it = iter(outs[:n])
+        return T.unflatten(entry.out_def, [next(it) if t is _OUT else t
+                                           for t in entry.out_template])
+
+    # -- the hit path ---------------------------------------------------------------------
+    def _fast_call(self, f, args):
+        """A call with the same positional array signature (shape and dtype per argument)
+        as the last hit or trace, no kwargs, no declared state, outside any transform: the
+        entry is reused without flattening or hashing, and its tape replayed by a precomputed
+        plan. Returns _MISS when any of that does not hold (the general path then runs)."""
+        cache = getattr(_tls, "cache", None)
+        if (cache is None or f.cache() is not cache or cache.gen != f.gen or len(args) != f.n_args
+                or len(_IMPLICIT) != f.n_implicit or config._current.disable_compile):
+            return _MISS
+        for x, s, d in zip(args, f.shapes, f.dtypes):
+            if type(x) is not array or x._dtype is not d or x._shape != s:
+                return _MISS
+        real = list(args)
+        if f.n_implicit:
+            for o, (s, d) in zip(_IMPLICIT, f.cap_keys):
+                x = o.__braze_capture__()
+                if type(x) is not array or x._dtype is not d or x._shape != s:
+                    return _MISS
+                real.append(x)
+        self._hits += 1
+        entry = f.entry
+        outs = entry.plan.run(real)
+        for i in entry.plan.const_outs:  # never hand out the cached constant itself
+            o = outs[i]
+            if o._prim is None and o._data is not None and not any(o is r for r in real):
+                outs[i] = bind(_COPY, (o,))
+        n = entry.n_out
+        if f.n_implicit:
+            m = f.n_args
+            for j, o in enumerate(_IMPLICIT):
+                v = outs[n + j]
+                if v is not real[m + j]:
+                    o.__braze_update__(v)
+        if f.single:
+            return outs[0]
         it = iter(outs[:n])
         return T.unflatten(entry.out_def, [next(it) if t is _OUT else t
                                            for t in entry.out_template])
@@ -457,6 +530,28 @@ class CompiledFunction:
 
 
 _OUT = object()  # marks an array position in a stored output template
+_MISS = object()  # the hit path did not apply
+
+
+class _FastRecord:
+    """What `_fast_call` checks a call against: the thread cache (and its generation) the
+    entry lives in, each argument's shape and dtype, and the implicit state's."""
+
+    __slots__ = ("cache", "gen", "n_args", "shapes", "dtypes", "n_implicit", "cap_keys",
+                 "entry", "single")
+
+    def __init__(self, cache, entry, args, cap):
+        self.cache = weakref.ref(cache)  # not a strong one: a thread's cache dies with it
+        self.gen = cache.gen
+        self.n_args = len(args)
+        self.shapes = tuple(x._shape for x in args)
+        self.dtypes = tuple(x._dtype for x in args)
+        self.n_implicit = len(cap)
+        self.cap_keys = tuple((x._shape, x._dtype) for x in cap)
+        self.entry = entry
+        self.single = (entry.n_out == 1 and len(entry.out_template) == 1
+                       and entry.out_template[0] is _OUT
+                       and entry.out_def.kind == "leaf")
 
 
 def _declares(tree, obj) -> bool:

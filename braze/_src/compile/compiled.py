@@ -20,6 +20,7 @@ import importlib
 import sys
 from dataclasses import dataclass, field
 
+from .. import config as _config
 from ..array import TraceState
 from ..prims.base import Primitive, bind, ops
 from .kernel_ir import KernelIR
@@ -51,10 +52,16 @@ _backends = None
 
 def backend():
     """The active backend (the backends package is found by name: it sits above compile)."""
-    global _backends
+    global _backends, _instances
     if _backends is None:
         _backends = importlib.import_module("braze._src.backends")
-    return _backends.get()
+        _instances = importlib.import_module("braze._src.backends.base")._INSTANCES
+    # the common case without the registry's fallback logic: the knob's backend is built
+    inst = _instances.get(_config._current.backend)
+    return inst if inst is not None else _backends.get()
+
+
+_instances: dict = {}
 
 
 @dataclass(frozen=True, repr=False)
@@ -116,7 +123,7 @@ class Compiled(Primitive):
         holders = {id(s._inputs) for s in sibs}
         n_slots = len(sibs)
         expect = len(holders) + 2  # holder tuples + the loop variable + getrefcount's argument
-        consts = self.ir.const_mask
+        consts = self._const_mask()
         flags = [False] * len(ins)
         any_ok = False
         for k in range(len(ins)):  # not enumerate: its cached tuple would hold a reference
@@ -132,6 +139,12 @@ class Compiled(Primitive):
             flags[k] = True
             any_ok = True
         return flags if any_ok else None
+
+    def _const_mask(self) -> tuple:
+        m = self.__dict__.get("_consts")
+        if m is None:  # cached beside the frozen fields (not part of equality or hash)
+            m = self.__dict__["_consts"] = self.ir.const_mask
+        return m
 
     # -- transforms: expand the region into its primitives -------------------------------------
     def _expand(self, inputs):

@@ -8,6 +8,8 @@ their inputs raise a ValueError naming the op and the line that created it.
 """
 from __future__ import annotations
 
+import operator
+
 from ..array import TraceState, array
 from ..prims.base import broadcast_shapes
 
@@ -94,3 +96,92 @@ def replay(tape, real_inputs, shapeless=False, sites=None, fun_name="fun"):
             o._siblings = ordered
         i += k
     return [get(id(o), o) for o in tape.outputs]
+
+
+# -- the compiled-call hit path: a precomputed replay plan -------------------------------------
+_new = object.__new__
+
+
+class ReplayPlan:
+    """`replay` of one stored tape (not shapeless, outside any trace) as a tight loop.
+
+    Values live in a flat list: the real inputs, then the tape's constants, then each node's
+    fresh output in tape order; a step is (primitive, input getter, arity, shape, dtype) for a
+    single-output node or (primitive, getter, arity, None, group) for a multi-output node.
+    `run(real)` returns the same fresh lazy outputs as `replay(tape, real)`.
+    """
+
+    __slots__ = ("consts", "steps", "outs", "const_outs")
+
+    def __init__(self, tape):
+        slot = {id(p): k for k, p in enumerate(tape.inputs)}
+        nodes = tape.nodes
+        node_ids = {id(a) for a in nodes}
+        consts = []
+        for x in [x for a in nodes for x in a._inputs] + list(tape.outputs):
+            if id(x) not in slot and id(x) not in node_ids:
+                slot[id(x)] = len(tape.inputs) + len(consts)
+                consts.append(x)
+        n, nc = len(tape.inputs), len(consts)
+        nxt = n + nc
+        steps = []
+        i, m = 0, len(nodes)
+        while i < m:
+            a = nodes[i]
+            refs = [slot[id(x)] for x in a._inputs]
+            get = operator.itemgetter(*refs) if refs else None
+            sibs = a._siblings
+            if sibs is None:
+                steps.append((a._prim, get, len(refs), a._shape, a._dtype))
+                slot[id(a)] = nxt
+                nxt += 1
+                i += 1
+                continue
+            k = len(sibs)
+            group = nodes[i:i + k]
+            order = sorted(range(k), key=lambda j: group[j]._idx)
+            steps.append((a._prim, get, len(refs), None,
+                          (tuple((g._shape, g._dtype, g._idx) for g in group), tuple(order))))
+            for g in group:
+                slot[id(g)] = nxt
+                nxt += 1
+            i += k
+        self.outs = [slot[id(o)] for o in tape.outputs]
+        self.const_outs = [j for j, r in enumerate(self.outs) if n <= r < n + nc]
+        self.consts = consts
+        self.steps = steps
+
+    def run(self, real: list) -> list:
+        vals = real + self.consts
+        append = vals.append
+        for prim, get, arity, shape, dtype in self.steps:
+            if arity == 1:
+                ins = (get(vals),)
+            elif arity:
+                ins = get(vals)
+            else:
+                ins = ()
+            if shape is None:  # a multi-output node
+                avals, order = dtype
+                outs = tuple([array._node(s, d, prim, ins) for s, d, _ in avals])
+                ordered = tuple([outs[j] for j in order])
+                for o, (_, _, idx) in zip(outs, avals):
+                    o._siblings = ordered
+                    o._idx = idx
+                    append(o)
+                continue
+            out = _new(array)
+            out._shape = shape
+            out._dtype = dtype
+            out._data = None
+            out._prim = prim
+            out._inputs = ins
+            out._siblings = None
+            out._idx = 0
+            out._mem = 0
+            out._tracer = False
+            out._nc = 0
+            for x in ins:
+                x._nc += 1
+            append(out)
+        return [vals[r] for r in self.outs]

@@ -12,6 +12,7 @@ from . import (
     indexing,
     linalg,
     misc,
+    quantized,
     reduction,
     shape,
     sorting,
@@ -22,12 +23,13 @@ from .elementwise import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
+from .quantized import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 
 __all__ = [n for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, misc,
-                       conv)
+                       conv, quantized)
            for n in m.__all__]
 
 

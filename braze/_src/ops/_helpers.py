@@ -132,8 +132,10 @@ def _scalar_operand(v, like: array, op: str) -> array:
     if TraceState.depth:  # traces keep their own constants (a cached node may get evaluated)
         c = array(v, _weak_dtype(v, like._dtype, op))
         return broadcast_to_shape(c, like._shape) if c._dtype is like._dtype else c
-    sign = math.copysign(1.0, v) if t is float else 0  # tells 0.0 from -0.0
-    key = (t, v, sign, like._dtype, like._shape)
+    if v:
+        key = (t, v, like._dtype, like._shape)
+    else:  # 0.0 == -0.0 (and False == 0): the sign tells them apart
+        key = (t, v, math.copysign(1.0, v) if t is float else 0, like._dtype, like._shape)
     c = _SCALARS.get(key)
     if c is None:
         c = array(v, _weak_dtype(v, like._dtype, op))

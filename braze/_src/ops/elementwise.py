@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import dtypes as D
-from ..array import array, overwrite_descriptor
+from ..array import TraceState, array, overwrite_descriptor
 from ..prims import binary as B
 from ..prims import unary as U
 from ..prims.base import bind
@@ -72,8 +72,44 @@ def _named(fn, name, doc):
 
 
 # -- unary op factories -----------------------------------------------------------------------
+_new = object.__new__
+_BOOL = D.bool_
+
+
+def _result_kind(prim) -> str:
+    """"same" / "bool" when `prim`'s abstract_eval is the elementwise table's for that kind
+    (output: the first input's shape, and its dtype / bool), so the op can skip the call;
+    "" otherwise."""
+    cls = type(prim)
+    qual = getattr(cls.abstract_eval, "__qualname__", "")
+    kind = getattr(cls, "kind", "")
+    return kind if qual.startswith("_make_abstract.") and kind in ("same", "bool") else ""
+
+
+def _bind1(prim, a, same):
+    """bind(prim, (a,)) for a one-input, one-output primitive; `same`: its output has a's
+    shape and dtype (the table's abstract_eval, skipped)."""
+    if TraceState.depth or not same:
+        return bind(prim, (a,))
+    out = _new(array)
+    out._shape = a._shape
+    out._dtype = a._dtype
+    out._data = None
+    out._prim = prim
+    out._inputs = (a,)
+    out._siblings = None
+    out._idx = 0
+    out._mem = 0
+    out._tracer = False
+    out._nc = 0
+    a._nc += 1
+    return out
+
+
 def _math(prim, name, doc, complex_ok=True):
     """Math function: bool/int inputs compute in float32; complex64 if MLX supports it."""
+    same = _result_kind(prim) == "same"
+
     def op(a, /, *, stream=None):
         if type(a) is not array:
             a = as_array(a, name)
@@ -84,12 +120,14 @@ def _math(prim, name, doc, complex_ok=True):
                     raise ValueError(f"[{name}] Not supported for complex64.")
             else:
                 a = _astype(a, _f32)
-        return bind(prim, (a,))
+        return _bind1(prim, a, same)
     return _named(op, name, doc)
 
 
 def _keep(prim, name, doc, complex_ok=True, bool_ok=True):
     """A function whose result keeps the input dtype (complex -> float32 for Abs)."""
+    same = _result_kind(prim) == "same"
+
     def op(a, /, *, stream=None):
         if type(a) is not array:
             a = as_array(a, name)
@@ -98,7 +136,7 @@ def _keep(prim, name, doc, complex_ok=True, bool_ok=True):
             raise ValueError(f"[{name}] Not supported for complex64.")
         if k == "b" and not bool_ok:
             raise ValueError(f"[{name}] Not supported for bool, use logical_not instead.")
-        return bind(prim, (a,))
+        return _bind1(prim, a, same)
     return _named(op, name, doc)
 
 
@@ -288,17 +326,81 @@ def nan_to_num(a, nan=0.0, posinf=None, neginf=None, *, stream=None):
 
 # -- binary op factories -----------------------------------------------------------------------
 def _binary(prim, name, doc):
-    """Promote, broadcast, bind: the hot path of arithmetic."""
+    """Promote, broadcast, bind: the hot path of arithmetic (`bind` inlined outside traces)."""
+    abstract = prim.abstract_eval
+    kind = _result_kind(prim)
+
     def op(a, b, stream=None):
-        a, b = binary_operands(a, b, name)
-        return bind(prim, (a, b))
+        if (type(a) is not array or type(b) is not array or a._dtype is not b._dtype
+                or a._shape != b._shape or CompileTraces.dynamic):
+            a, b = binary_operands(a, b, name)
+        if TraceState.depth:
+            return bind(prim, (a, b))
+        if kind == "same":
+            shape, dtype = a._shape, a._dtype
+        elif kind:
+            shape, dtype = a._shape, _BOOL
+        else:
+            avals = abstract(a, b)
+            if len(avals) != 1:  # pragma: no cover - the binary family has one output
+                return bind(prim, (a, b))
+            shape, dtype = avals[0]
+        out = _new(array)
+        out._shape = shape
+        out._dtype = dtype
+        out._data = None
+        out._prim = prim
+        out._inputs = (a, b)
+        out._siblings = None
+        out._idx = 0
+        out._mem = 0
+        out._tracer = False
+        out._nc = 0
+        a._nc += 1
+        b._nc += 1
+        return out
     return _named(op, name, doc)
+
+
+def _emit2(prim, a, b, kind, abstract):
+    """bind(prim, (a, b)) for operands of one shape and dtype, `bind` inlined outside traces
+    (`kind` from `_result_kind`)."""
+    if TraceState.depth:
+        return bind(prim, (a, b))
+    if kind == "same":
+        shape, dtype = a._shape, a._dtype
+    elif kind:
+        shape, dtype = a._shape, _BOOL
+    else:
+        avals = abstract(a, b)
+        if len(avals) != 1:  # pragma: no cover
+            return bind(prim, (a, b))
+        shape, dtype = avals[0]
+    out = _new(array)
+    out._shape = shape
+    out._dtype = dtype
+    out._data = None
+    out._prim = prim
+    out._inputs = (a, b)
+    out._siblings = None
+    out._idx = 0
+    out._mem = 0
+    out._tracer = False
+    out._nc = 0
+    a._nc += 1
+    b._nc += 1
+    return out
 
 
 def _binary_float(prim, name, doc, complex_ok=True):
     """Promote; integers and bools compute in float32."""
+    abstract = prim.abstract_eval
+    kind = _result_kind(prim)
+
     def op(a, b, stream=None):
-        a, b = binary_operands(a, b, name)
+        if (type(a) is not array or type(b) is not array or a._dtype is not b._dtype
+                or a._shape != b._shape or CompileTraces.dynamic):
+            a, b = binary_operands(a, b, name)
         k = a._dtype.kind
         if k != "f":
             if k == "c":
@@ -306,7 +408,7 @@ def _binary_float(prim, name, doc, complex_ok=True):
                     raise ValueError(f"[{name}] Not supported for complex64.")
             else:
                 a, b = _astype(a, _f32), _astype(b, _f32)
-        return bind(prim, (a, b))
+        return _emit2(prim, a, b, kind, abstract)
     return _named(op, name, doc)
 
 

@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     creation,
     indexing,
     linalg,
+    quantized,
     random,
     reduce,
     scan,

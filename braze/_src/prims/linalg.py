@@ -10,10 +10,41 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import config
 from .. import dtypes as D
 from .base import Primitive, ops
 
 _HALF = ("float16", "bfloat16")
+
+
+class _Blas:
+    """BRAZE_BLAS_THREADS: the BLAS thread limit last applied (0: none yet)."""
+
+    applied = 0
+    controller = None
+    original = None  # the limiter whose restore_original_limits() undoes the first limit
+
+
+def _blas_threads() -> None:
+    """Apply the BRAZE_BLAS_THREADS knob when it changed (one int comparison per call)."""
+    n = config._current.blas_threads
+    if n == _Blas.applied:
+        return
+    _Blas.applied = n
+    try:
+        if n <= 0:  # back to BLAS's own setting
+            if _Blas.original is not None:
+                _Blas.original.restore_original_limits()
+                _Blas.original = None
+            return
+        if _Blas.controller is None:
+            from threadpoolctl import ThreadpoolController
+            _Blas.controller = ThreadpoolController()
+        lim = _Blas.controller.limit(limits=n, user_api="blas")
+        if _Blas.original is None:
+            _Blas.original = lim
+    except Exception:  # threadpoolctl missing or unable: BLAS keeps its own setting
+        pass
 
 
 def _compute(x):
@@ -48,6 +79,7 @@ class Matmul(Primitive):
         return [(matmul_shape(a.shape, b.shape), a.dtype)]
 
     def eval_cpu(self, a, b):
+        _blas_threads()
         out = np.matmul(_compute(a), _compute(b))
         return [out.astype(a.dtype, copy=False)]
 
@@ -95,6 +127,7 @@ class AddMM(Primitive):
         return [(shape, a.dtype)]
 
     def eval_cpu(self, c, a, b):
+        _blas_threads()
         out = np.matmul(_compute(a), _compute(b))
         if self.alpha != 1.0:
             out = out * out.dtype.type(self.alpha)
@@ -177,6 +210,7 @@ class Einsum(Primitive):
             xs = [x.astype(np.float32) for x in xs]
         elif target is not bdt:
             xs = [x.astype(target.np_dtype) for x in xs]
+        _blas_threads()
         r = np.einsum(self.subscripts, *xs, optimize=len(xs) > 1)
         return [np.asarray(r).astype(target.np_dtype, copy=False)]
 

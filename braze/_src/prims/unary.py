@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import dtypes as D
 from .base import Primitive, bind, ops
+from .erf_numpy import erf64, erfinv64
 
 
 # -- the class factory ------------------------------------------------------------------------
@@ -217,54 +218,28 @@ def _sigmoid(x):
     return np.exp(-np.logaddexp(np.zeros((), x.dtype), -x))
 
 
-try:  # SciPy is optional: used when installed, libm otherwise
+try:  # SciPy is optional: used when installed (faster), the NumPy versions otherwise
     from scipy import special as _special
 except Exception:  # pragma: no cover
     _special = None
 
-_erf_py = np.frompyfunc(math.erf, 1, 1)
-
 
 def _erf(x):
-    xf, dt = _as_f32(x)
     if _special is not None:
+        xf, dt = _as_f32(x)
         r = _special.erf(xf)
-    else:  # pragma: no cover
-        r = _erf_py(xf).astype(xf.dtype)
-    return r if dt is None else r.astype(dt)
+        return r if dt is None else r.astype(dt)
+    r = erf64(x)  # float64 arithmetic; lower precisions round once
+    return r if r.dtype == x.dtype else r.astype(x.dtype)
 
 
 def _erfinv(x):
-    xf, dt = _as_f32(x)
     if _special is not None:
+        xf, dt = _as_f32(x)
         r = _special.erfinv(xf)
-    else:  # pragma: no cover
-        r = _erfinv_newton(xf)
-    return r if dt is None else r.astype(dt)
-
-
-def _erfinv_newton(x):  # pragma: no cover - only without SciPy
-    """Giles' single-precision approximation refined by two Newton steps in float64."""
-    x64 = x.astype(np.float64)
-    w = -np.log((1.0 - x64) * (1.0 + x64))
-    ws = w - 2.5
-    p1 = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-              -0.00417768164, 0.246640727, 1.50140941):
-        p1 = c + p1 * ws
-    wl = np.sqrt(np.maximum(w, 5.0)) - 3.0
-    p2 = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682):
-        p2 = c + p2 * wl
-    r = np.where(w < 5.0, p1, p2) * x64
-    erf = _erf_py
-    for _ in range(2):
-        e = erf(r).astype(np.float64) - x64
-        r = r - e / (2.0 / math.sqrt(math.pi) * np.exp(-r * r))
-    r = np.where(np.abs(x64) == 1.0, np.copysign(np.inf, x64), r)
-    r = np.where(np.abs(x64) > 1.0, np.nan, r)
-    return r.astype(x.dtype)
+        return r if dt is None else r.astype(dt)
+    r = erfinv64(x)
+    return r if r.dtype == x.dtype else r.astype(x.dtype)
 
 
 def _view(x):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...prims.core import Broadcast
 from ...np_errors import quiet
+from ...prims.core import Broadcast
 from ..base import Backend
 
 _IDENTITY = "{0}"
@@ -41,6 +41,32 @@ def _ufunc_into(prim, args, out):
     return True
 
 
+def _native_broadcast(prim) -> bool:
+    """Whether `prim`'s kernel is exactly its NumPy ufunc (the table-generated eval_cpu), so
+    arguments of different shapes may be passed unbroadcast (NumPy broadcasts identically)."""
+    fn = getattr(type(prim), "fn", None)
+    ev = getattr(type(prim), "eval_cpu", None)
+    return (isinstance(fn, np.ufunc) and ev is not None
+            and getattr(ev, "__qualname__", "").startswith("_make_eval."))
+
+
+class _Plan:
+    """What `_run` needs of an IR, computed once per IR."""
+
+    __slots__ = ("n", "consts", "steps", "outputs", "out_dtypes", "last")
+
+    def __init__(self, ir):
+        self.n = len(ir.inputs)
+        self.consts = [(k, spec.array()) for k, spec in enumerate(ir.inputs) if spec.const]
+        # (prim, arg refs, 0: identity / 1: NumPy broadcasts natively / 2: broadcast first)
+        self.steps = [(op.prim, tuple(op.args),
+                       0 if _is_identity(op.prim) else 1 if _native_broadcast(op.prim) else 2)
+                      for op in ir.ops]
+        self.outputs = tuple(ir.outputs)
+        self.out_dtypes = tuple(ir.dtype_of(r).np_dtype for r in ir.outputs)
+        self.last = ir.last_uses()
+
+
 class NumpyBackend(Backend):
     name = "numpy"
 
@@ -48,55 +74,72 @@ class NumpyBackend(Backend):
         # MLX never warns about floating-point exceptions inside a kernel
         return quiet(self._run, ir, inputs, out_shape, donatable)
 
+    def __init__(self):
+        self._plans = {}  # id(ir) -> (ir, _Plan)
+
+    def _plan(self, ir) -> _Plan:
+        hit = self._plans.get(id(ir))
+        if hit is not None and hit[0] is ir:
+            return hit[1]
+        plan = _Plan(ir)
+        if len(self._plans) > 4096:
+            self._plans.clear()
+        self._plans[id(ir)] = (ir, plan)
+        return plan
+
     def _run(self, ir, inputs, out_shape, donatable) -> list:
-        n = len(ir.inputs)
-        vals = [None] * (n + len(ir.ops))
-        for k, spec in enumerate(ir.inputs):
-            vals[k] = spec.array() if spec.const else inputs[k]
+        plan = self._plan(ir)
+        n = plan.n
+        vals = list(inputs)
+        for k, c in plan.consts:
+            vals[k] = c
         if out_shape is None:
             out_shape = ir.output_shape([x.shape for x in inputs])
-        donors = self.assign_donors(ir, inputs, out_shape, donatable)
+        donors = self.assign_donors(ir, inputs, out_shape, donatable) if donatable else None
         # output slot -> donor input, for the op that produces it
-        want = {}
-        if any(d is not None for d in donors):
+        want = None
+        if donors and any(d is not None for d in donors):
+            want = {}
             for j, d in enumerate(donors):
                 if d is not None:
-                    want.setdefault(ir.outputs[j], d)
-            last = ir.last_uses()
+                    want.setdefault(plan.outputs[j], d)
+            last = plan.last
         donated = set()
-        for i, op in enumerate(ir.ops):
-            r = n + i
-            args = [vals[a] for a in op.args]
-            if _is_identity(op.prim):
-                vals[r] = args[0]
+        for i, (prim, refs, how) in enumerate(plan.steps):
+            if how == 0:
+                vals.append(vals[refs[0]])
                 continue
-            if len(args) > 1:
-                shapes = {a.shape for a in args}
-                if len(shapes) > 1:
-                    args = np.broadcast_arrays(*args)
-            d = want.get(r)
-            if (d is not None and last[d] <= i and args and args[0].shape == out_shape
-                    and _ufunc_into(op.prim, args, inputs[d])):
-                vals[r] = inputs[d]
-                donated.add(id(inputs[d]))
-                continue
-            vals[r] = op.prim.eval_cpu(*args)[0]
+            args = [vals[a] for a in refs]
+            if how == 2 and len(args) > 1:
+                s0 = args[0].shape
+                for a in args:
+                    if a.shape != s0:
+                        args = np.broadcast_arrays(*args)
+                        break
+            if want is not None:
+                d = want.get(n + i)
+                if d is not None and how == 1 and len(args) > 1:
+                    args = np.broadcast_arrays(*args)  # `out=` below needs the full shape
+                if (d is not None and last[d] <= i and args and args[0].shape == out_shape
+                        and _ufunc_into(prim, args, inputs[d])):
+                    vals.append(inputs[d])
+                    donated.add(id(inputs[d]))
+                    continue
+            vals.append(prim.eval_cpu(*args)[0])
         outs = []
         seen = set()
-        in_ids = {id(x) for x in inputs} | {id(v) for v in vals[:n]}
-        for j, ref in enumerate(ir.outputs):
+        for ref, npd in zip(plan.outputs, plan.out_dtypes):
             v = vals[ref]
-            npd = ir.dtype_of(ref).np_dtype
-            if id(v) in donated and id(v) not in seen:
+            if donated and id(v) in donated and id(v) not in seen:
                 seen.add(id(v))
                 outs.append(v)
                 continue
-            if not isinstance(v, np.ndarray):
+            if type(v) is not np.ndarray:
                 v = np.asarray(v)
             if v.dtype != npd:
                 v = v.astype(npd)
-            if (v.shape != out_shape or v.base is not None or id(v) in in_ids
-                    or id(v) in seen):
+            if (v.shape != out_shape or v.base is not None or id(v) in seen
+                    or any(v is x for x in inputs) or any(v is x for x in vals[:n])):
                 v = np.array(np.broadcast_to(v, out_shape), dtype=npd)
             seen.add(id(v))
             outs.append(v)

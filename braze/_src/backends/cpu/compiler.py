@@ -1,0 +1,153 @@
+"""The `cpu` compiler: kernel source -> a Numba dispatcher, through the kernel cache.
+
+With a usable disk cache, the source is written (atomically) to
+`<cache>/<version>/cpu/k_<hash>.py`, where `<hash>` covers the source and `identity` (braze,
+Numba, llvmlite versions, the CPU and the runtime/mathlib sources), and executed as a module
+whose kernel is decorated with `cache=True`: Numba's own cache (in `__pycache__` beside it)
+then stores the machine code, and a second process loads it instead of compiling. A manifest
+(`k_<hash>.json`) records the SHA-256 of the source and of Numba's cache files; an entry
+whose files do not match it is deleted and rebuilt before Numba reads anything.
+
+Without a disk cache (refused directory, read-only home), the source is compiled in memory.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import time
+import types as _pytypes
+
+import numba
+
+from .. import kernel_cache as KC
+from ..base import Compiler
+from . import mathlib, render, runtime
+
+
+def _cpu_identity() -> str:
+    try:
+        from llvmlite import binding as ll
+        name = ll.get_host_cpu_name()
+        feats = ll.get_host_cpu_features().flatten()
+    except Exception:  # pragma: no cover
+        import platform
+        name, feats = platform.machine(), ""
+    return f"{name} {KC.sha256(feats)[:12]}"
+
+
+def _source_files_hash() -> str:
+    h = []
+    for mod in (runtime, mathlib, render):
+        data = KC.read_bytes(mod.__file__) or b""
+        h.append(KC.sha256(data))
+    return KC.sha256("".join(h))[:16]
+
+
+class NumbaCompiler(Compiler):
+    def __init__(self):
+        import llvmlite
+
+        from braze import __version__
+        self.identity = (f"braze {__version__}; numba {numba.__version__}; "
+                         f"llvmlite {llvmlite.__version__}; cpu {_cpu_identity()}; "
+                         f"runtime {_source_files_hash()}")
+        self._dir = None
+        self._dir_checked = False
+
+    # -- disk --------------------------------------------------------------------------------
+    def directory(self):
+        """The checked disk-cache directory, or None (re-checked when BRAZE_CACHE_DIR
+        changes)."""
+        from ... import config
+        root = config.get().cache_dir
+        if not self._dir_checked or self._root != root:
+            self._root = root
+            self._dir = KC.backend_dir("cpu")
+            self._dir_checked = True
+        return self._dir
+
+    def module_name(self, source: str) -> str:
+        return "k_" + KC.sha256(source + "\n" + self.identity)[:24]
+
+    def compile(self, source: str, name: str):
+        """Load or build the kernel of `source` (a module rendered with cache=True when the
+        disk cache is on). Returns (dispatcher, how) with how in {"built", "disk"}."""
+        d = self.directory()
+        if d is None:
+            return self._compile_memory(source.replace("CACHE = True", "CACHE = False"), name)
+        try:
+            return self._compile_disk(d, source, name)
+        except Exception as e:  # an unusable entry must never break a kernel
+            KC.Stats.corrupt += 1
+            KC._warn_once(f"[kernel cache] disk entry for {name} unusable ({e!r}); "
+                          "compiling in memory.")
+            return self._compile_memory(source.replace("CACHE = True", "CACHE = False"), name)
+
+    def _compile_memory(self, source: str, name: str):
+        t0 = time.perf_counter()
+        runtime.prepare(render.math_functions(source))
+        mod = _pytypes.ModuleType(f"braze_kernel_{name}")
+        code = compile(source, f"<braze kernel {name}>", "exec")
+        exec(code, mod.__dict__)
+        KC.Stats.builds += 1
+        KC.Stats.build_seconds += time.perf_counter() - t0
+        return mod.kernel, "built"
+
+    def _numba_files(self, d: str, modname: str) -> list:
+        pats = [os.path.join(d, "__pycache__", modname + ".kernel-*")]
+        ncd = os.environ.get("NUMBA_CACHE_DIR")
+        if ncd:
+            pats.append(os.path.join(ncd, "**", modname + ".kernel-*"))
+        out = []
+        for p in pats:
+            out += glob.glob(p, recursive=True)
+        return sorted(set(out))
+
+    def _compile_disk(self, d: str, source: str, name: str):
+        modname = self.module_name(source)
+        path = os.path.join(d, modname + ".py")
+        manifest = os.path.join(d, modname + ".json")
+        src_hash = KC.sha256(source)
+        with KC._LOCK:
+            files = self._numba_files(d, modname)
+            ok = (KC.read_bytes(path) == source.encode() and files and KC.check_manifest(
+                manifest, src_hash, os.path.dirname(files[0]),
+                [os.path.basename(f) for f in files]))
+            if not ok:
+                if files or os.path.exists(manifest) or os.path.exists(path):
+                    KC.Stats.corrupt += 1 if os.path.exists(manifest) else 0
+                for f in files:
+                    try:
+                        os.unlink(f)
+                    except OSError:
+                        pass
+                try:
+                    os.unlink(manifest)
+                except OSError:
+                    pass
+                if KC.read_bytes(path) != source.encode():
+                    KC.atomic_write(path, source)
+            t0 = time.perf_counter()
+            if not ok:
+                runtime.prepare(render.math_functions(source))
+            mod = _pytypes.ModuleType(modname)
+            mod.__file__ = path
+            code = compile(source, path, "exec")
+            sys.modules[modname] = mod
+            try:
+                exec(code, mod.__dict__)
+            finally:
+                sys.modules.pop(modname, None)
+            k = mod.kernel
+            dt = time.perf_counter() - t0
+            hits = sum(k.stats.cache_hits.values()) if hasattr(k, "stats") else 0
+            if ok and hits:
+                KC.Stats.disk_loads += 1
+                return k, "disk"
+            KC.Stats.builds += 1
+            KC.Stats.build_seconds += dt
+            files = self._numba_files(d, modname)
+            if files:
+                KC.write_manifest(manifest, src_hash, files)
+            return k, "built"

@@ -1,0 +1,412 @@
+"""Scalar helpers the generated kernels call: half-precision conversions, and the integer,
+shift, min/max and cast semantics of the NumPy reference backend.
+
+Every function is a small `numba.njit(error_model="numpy")` function written with selects and
+bit manipulation only (no libm calls, no Python exceptions), so LLVM inlines it into a kernel
+loop and the loop still vectorizes.
+
+float16 / bfloat16
+------------------
+Kernels keep float16 and bfloat16 values as float32 (exactly representable) and round after
+every op whose dtype is half precision, which is what NumPy's and ml_dtypes' ufunc loops do
+(convert to float32, compute, convert back with round-to-nearest-even):
+
+* `f16_to_f32` / `bf16_to_f32`: exact widening from the uint16 bit pattern;
+* `f32_to_f16`: NumPy's `npy_floatbits_to_halfbits` (RNE, overflow to inf at 65520, NaN
+  payloads truncated but kept a NaN);
+* `f64_to_f16`: NumPy's `npy_doublebits_to_halfbits` (a direct rounding: float64 -> float32 ->
+  float16 could round twice);
+* `f32_to_bf16`: ml_dtypes' RNE; NaN becomes the quiet NaN 0x7fc0 with its sign (float64 goes
+  through float32, as ml_dtypes does).
+
+Casts from floats to integers reproduce what NumPy's cast loops do on x86-64 (C casts, so
+out-of-range values and NaN are "unspecified" but deterministic): int64/int32 use the
+truncating conversion whose out-of-range result is the minimum integer; 8- and 16-bit targets
+convert to int32 and keep the low bits; uint32/uint64 use the compilers' "subtract 2**(n-1)
+above the signed range" sequence.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, types
+
+from . import mathlib
+from .mathlib import (
+    _bits_f32,
+    _bits_f64,
+    _f32_bits,
+    _f64_bits,
+    exp_f32,
+    exp_f64,
+    log1p_f32,
+    log1p_f64,
+)
+from .mathlib import _wadd as wadd
+from .mathlib import _wmul as wmul
+from .mathlib import _wsub as wsub
+
+_jit = njit(error_model="numpy", cache=False)
+
+__all__ = [
+    "f16_to_f32", "bf16_to_f32", "f32_to_f16", "f64_to_f16", "f32_to_bf16", "f64_to_bf16",
+    "round_f16", "round_bf16", "round64_f16", "round64_bf16",
+    "f_to_i64", "f_to_i32", "f_to_u64", "f_to_u32",
+    "floordiv_i", "floordiv_u", "rem_i", "rem_u", "rem_f", "shl", "shr_i", "shr_u",
+    "max_f", "min_f", "logaddexp_f32", "logaddexp_f64", "ipow", "upow",
+    "rint_f32", "rint_f64", "nan_equal", "wadd", "wsub", "wmul",
+    "asinh_f32", "acosh_f32", "atanh_f32", "asinh_f64", "acosh_f64", "atanh_f64",
+]
+
+
+# -- half precision ----------------------------------------------------------------------------
+@_jit
+def f16_to_f32(h):
+    """float16 bits (uint16) -> float32, exact (ryg's half_to_float_fast: denormals are
+    renormalised by one float subtraction)."""
+    hu = np.int32(h) & 0xFFFF
+    sign = (hu & 0x8000) << 16
+    o = (hu & 0x7FFF) << 13
+    e = o & 0x0F800000
+    o = o + ((127 - 15) << 23)
+    o = o + ((128 - 16) << 23) if e == 0x0F800000 else o  # inf / nan
+    f = _bits_f32(o + (1 << 23)) - _bits_f32(113 << 23)  # denormal (e == 0)
+    o = _f32_bits(f) if e == 0 else o
+    return _bits_f32(o | sign)
+
+
+@_jit
+def bf16_to_f32(h):
+    """bfloat16 bits (uint16) -> float32, exact."""
+    return _bits_f32((np.int32(h) & 0xFFFF) << 16)
+
+
+@_jit
+def f32_to_f16(f):
+    """float32 -> float16 bits (uint16), NumPy's rounding (RNE) and NaN handling."""
+    x = np.int64(_f32_bits(f)) & 0xFFFFFFFF
+    sign = (x >> 16) & 0x8000
+    ax = x & 0x7FFFFFFF
+    # normal range: round the mantissa to 10 bits (ties to even)
+    r = (ax - ((127 - 15) << 23) + 0xFFF + ((ax >> 13) & 1)) >> 13
+    # subnormal range: let the FPU round (adding 0.5 puts the half ulp 2**-24 at bit 0)
+    d = np.int64(_f32_bits(_bits_f32(ax) + np.float32(0.5))) - 0x3F000000
+    r = d if ax < 0x38800000 else r
+    r = 0x7C00 if ax >= 0x477FF000 else r  # overflow and inf
+    nan = 0x7C00 + ((ax & 0x7FFFFF) >> 13)
+    nan = nan + 1 if nan == 0x7C00 else nan
+    r = nan if ax > 0x7F800000 else r
+    return np.uint16(r | sign)
+
+
+@_jit
+def f64_to_f16(f):
+    """float64 -> float16 bits (uint16), rounded once (NumPy's npy_doublebits_to_halfbits)."""
+    x = _f64_bits(f)
+    sign = np.int64((x >> 48) & 0x8000)
+    ax = x & 0x7FFFFFFFFFFFFFFF
+    r = (ax - ((1023 - 15) << 52) + 0x1FFFFFFFFFF + ((ax >> 42) & 1)) >> 42
+    # subnormal: 2**28 has an ulp of 2**-24, the float16 subnormal step
+    d = _f64_bits(_bits_f64(ax) + 268435456.0) - 0x41B0000000000000
+    r = d if ax < 0x3F10000000000000 else r
+    r = 0x7C00 if ax >= 0x40EFFE0000000000 else r
+    nan = 0x7C00 + ((ax & 0xFFFFFFFFFFFFF) >> 42)
+    nan = nan + 1 if nan == 0x7C00 else nan
+    r = nan if ax > 0x7FF0000000000000 else r
+    return np.uint16(r | sign)
+
+
+@_jit
+def f32_to_bf16(f):
+    """float32 -> bfloat16 bits (uint16), RNE; NaN -> quiet NaN 0x7fc0 with the sign."""
+    x = np.int64(_f32_bits(f)) & 0xFFFFFFFF
+    r = (x + 0x7FFF + ((x >> 16) & 1)) >> 16
+    r = ((x >> 16) & 0x8000) | 0x7FC0 if (x & 0x7FFFFFFF) > 0x7F800000 else r
+    return np.uint16(r)
+
+
+@_jit
+def f64_to_bf16(f):
+    """float64 -> bfloat16 bits: through float32, as ml_dtypes casts."""
+    return f32_to_bf16(np.float32(f))
+
+
+@_jit
+def round_f16(f):
+    """A float32 rounded to the nearest float16 value (as float32)."""
+    return f16_to_f32(f32_to_f16(f))
+
+
+@_jit
+def round_bf16(f):
+    return bf16_to_f32(f32_to_bf16(f))
+
+
+@_jit
+def round64_f16(f):
+    """A float64 rounded (once) to the nearest float16 value (as float32)."""
+    return f16_to_f32(f64_to_f16(f))
+
+
+@_jit
+def round64_bf16(f):
+    return bf16_to_f32(f64_to_bf16(f))
+
+
+# -- float -> integer casts (x86-64 C semantics, as NumPy's cast loops) -----------------------
+@_jit
+def f_to_i64(x):
+    ok = x >= -9.223372036854775808e18 and x < 9.223372036854775808e18
+    return np.int64(x if ok else 0) if ok else np.int64(-9223372036854775807 - 1)
+
+
+@_jit
+def f_to_i32(x):
+    ok = x >= -2147483648.0 and x < 2147483648.0
+    return np.int32(x if ok else 0) if ok else np.int32(-2147483648)
+
+
+@_jit
+def f_to_u32(x):
+    big = x >= 2147483648.0
+    lo = f_to_i32(x)
+    hi = f_to_i32(x - 2147483648.0) ^ np.int32(-2147483648)
+    return np.uint32(np.int64(hi if big else lo) & 0xFFFFFFFF)
+
+
+@_jit
+def f_to_u64(x):
+    big = x >= 9.223372036854775808e18
+    lo = f_to_i64(x)
+    hi = f_to_i64(x - 9.223372036854775808e18) ^ np.int64(-9223372036854775807 - 1)
+    return np.uint64(hi if big else lo)
+
+
+# -- integer division, remainder, shifts, power -------------------------------------------------
+@_jit
+def floordiv_i(a, b):
+    """Python's a // b for signed ints (computed in int64); x // 0 == 0; MIN // -1 wraps."""
+    a = np.int64(a)
+    b = np.int64(b)
+    bb = b if b != 0 else np.int64(1)
+    bb = bb if bb != -1 else np.int64(1)
+    q = a // bb  # Python semantics (floor)
+    q = wsub(0, a) if b == -1 else q
+    return q if b != 0 else np.int64(0)
+
+
+@_jit
+def floordiv_u(a, b):
+    bb = b if b != 0 else b + 1
+    q = a // bb
+    return q if b != 0 else q - q
+
+
+@_jit
+def rem_i(a, b):
+    """Python's a % b for signed ints (sign of b); x % 0 == 0."""
+    a = np.int64(a)
+    b = np.int64(b)
+    bb = b if (b != 0 and b != -1) else np.int64(1)
+    r = a % bb
+    return r if (b != 0 and b != -1) else np.int64(0)
+
+
+@_jit
+def rem_u(a, b):
+    bb = b if b != 0 else b + 1
+    r = a % bb
+    return r if b != 0 else r - r
+
+
+@_jit
+def rem_f(a, b):
+    """NumPy's float remainder (npy_remainder: fmod, then moved to the sign of the divisor;
+    an exact zero takes the divisor's sign; b == 0 gives NaN)."""
+    mod = np.fmod(a, b)
+    fix = (b < 0) != (mod < 0)
+    mod2 = mod + b if fix else mod
+    return mod2 if mod != 0 else np.copysign(mod - mod, b)
+
+
+@_jit
+def shl(a, b, bits):
+    """NumPy's left_shift: 0 when the shift is negative or >= the bit width."""
+    ok = np.uint64(np.int64(b)) < np.uint64(bits)
+    s = np.int64(b) if ok else np.int64(0)
+    r = np.int64(a) << s
+    return r if ok else r - r
+
+
+@_jit
+def shr_i(a, b, bits):
+    """NumPy's right_shift of signed ints: sign fill when the shift is out of range."""
+    ok = np.uint64(np.int64(b)) < np.uint64(bits)
+    s = np.int64(b) if ok else np.int64(0)
+    a = np.int64(a)
+    fill = np.int64(-1) if a < 0 else np.int64(0)
+    return (a >> s) if ok else fill
+
+
+@_jit
+def shr_u(a, b, bits):
+    ok = np.uint64(b) < np.uint64(bits)
+    s = np.uint64(b) if ok else np.uint64(0)
+    r = np.uint64(a) >> s
+    return r if ok else r - r
+
+
+@_jit
+def ipow(a, b):
+    """a ** b for signed ints with wrap-around; 0 for b < 0 (MLX)."""
+    a = np.int64(a)
+    b = np.int64(b)
+    r = np.int64(1)
+    neg = b < 0
+    e = np.int64(0) if neg else b
+    while e > 0:
+        if e & 1:
+            r = wmul(r, a)
+        a = wmul(a, a)
+        e = e >> 1
+    return np.int64(0) if neg else r
+
+
+@_jit
+def upow(a, b):
+    a = np.uint64(a)
+    e = np.uint64(b)
+    r = np.uint64(1)
+    while e > 0:
+        if e & np.uint64(1):
+            r = r * a
+        a = a * a
+        e = e >> np.uint64(1)
+    return r
+
+
+# -- floats ----------------------------------------------------------------------------------
+@_jit
+def max_f(a, b):
+    """np.maximum: NaN propagates (the first NaN), ties go to b."""
+    return a if (a > b or a != a) else b
+
+
+@_jit
+def min_f(a, b):
+    return a if (a < b or a != a) else b
+
+
+@_jit
+def nan_equal(a, b):
+    return a == b or (a != a and b != b)
+
+
+@_jit
+def rint_f32(x):
+    """Round half to even (exact for every float32: magic-number rounding below 2**23)."""
+    ax = abs(x)
+    m = np.float32(8388608.0)
+    r = (ax + m) - m
+    r = np.copysign(r, x)
+    return r if ax < m else x
+
+
+@_jit
+def rint_f64(x):
+    ax = abs(x)
+    m = 4503599627370496.0
+    r = (ax + m) - m
+    r = np.copysign(r, x)
+    return r if ax < m else x
+
+
+@_jit
+def logaddexp_f32(x, y):
+    """NumPy's npy_logaddexpf, with the vectorizable exp/log1p of mathlib."""
+    tmp = x - y
+    big = x if tmp > 0 else y
+    r = big + log1p_f32(exp_f32(-abs(tmp)))
+    r = r if tmp == tmp else tmp
+    return x + np.float32(0.6931471805599453) if x == y else r
+
+
+@_jit
+def logaddexp_f64(x, y):
+    tmp = x - y
+    big = x if tmp > 0 else y
+    r = big + log1p_f64(exp_f64(-abs(tmp)))
+    r = r if tmp == tmp else tmp
+    return x + 0.6931471805599453 if x == y else r
+
+
+# -- inverse hyperbolic functions (not in mathlib: libm in float64, rounded once) -------------
+@_jit
+def asinh_f32(x):
+    return np.float32(math.asinh(np.float64(x)))
+
+
+@_jit
+def acosh_f32(x):
+    return np.float32(math.acosh(np.float64(x)))
+
+
+@_jit
+def atanh_f32(x):
+    return np.float32(math.atanh(np.float64(x)))
+
+
+@_jit
+def asinh_f64(x):
+    return math.asinh(x)
+
+
+@_jit
+def acosh_f64(x):
+    return math.acosh(x)
+
+
+@_jit
+def atanh_f64(x):
+    return math.atanh(x)
+
+
+# -- the math library, for kernels -------------------------------------------------------------
+# mathlib's functions are `inline="always"`: Numba inlines them at its IR level, which costs
+# 0.2-0.4 s of typing per call site and per kernel. Kernels call these copies instead: plain
+# dispatchers compiled once per process and marked `alwaysinline` for LLVM, so a kernel that
+# calls them compiles in ~0.1 s and LLVM still inlines and vectorizes them.
+MATH = {}
+for _name, _fn in mathlib.FUNCTIONS.items():
+    MATH[_name] = globals()[_name] = njit(error_model="numpy", nogil=True)(_fn.py_func)
+    __all__.append(_name)
+_PREPARED: set = set()
+
+
+def _force_inline(disp) -> None:
+    """Mark every compiled overload of `disp` `alwaysinline` in the LLVM module that callers
+    link (best effort: without it the call stays a call)."""
+    for cres in disp.overloads.values():
+        try:
+            lib = cres.library
+            lib._ensure_finalized()
+            fn = lib._final_module.get_function(cres.fndesc.llvm_func_name)
+            fn.add_function_attribute("alwaysinline")
+            if getattr(lib, "_shared_module", None) is not None:
+                lib._shared_module = None
+        except Exception:  # pragma: no cover - Numba internals moved
+            pass
+
+
+def prepare(names) -> None:
+    """Compile the math functions `names` (as used by a kernel about to be built)."""
+    for name in names:
+        if name in _PREPARED or name not in MATH:
+            continue
+        disp = MATH[name]
+        ty = types.float64 if name.endswith("_f64") else types.float32
+        nargs = 2 if name.startswith(("arctan2_", "power_")) else 1
+        disp.compile((ty,) * nargs)
+        _force_inline(disp)
+        _PREPARED.add(name)

@@ -1,0 +1,269 @@
+"""`mx.fast`: layer_norm, rms_norm, rope and scaled_dot_product_attention.
+
+They are composites of ordinary ops written as MLX's own fallback graphs (the ones MLX runs on
+the CPU), so they differentiate, vmap and compile/fuse like any other ops and match MLX's CPU
+results. Normalisations are computed in float32 for half inputs and rounded once; attention's
+softmax is computed in float32 (`precise=True`).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from .. import dtypes as D
+from ..array import array
+from ..prims.base import ops as O
+from ._helpers import as_array, astype
+
+__all__ = ["layer_norm", "rms_norm", "rope", "scaled_dot_product_attention"]
+
+_HALF = (D.float16, D.bfloat16)
+
+
+def _arr(x, op):
+    return x if type(x) is array else as_array(x, op)
+
+
+def _real_float(x, op):
+    if x.dtype.kind != "f":
+        raise ValueError(f"[{op}] Received unsupported type {x.dtype.name}.")
+
+
+def _check_eps(eps, op):
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"[{op}] eps must be a real number, got {type(eps).__name__}: {eps!r}.")
+    return float(eps)
+
+
+def _affine_param(p, x, name, op):
+    if p is None:
+        return None
+    p = _arr(p, op)
+    if p.ndim != 1:
+        raise ValueError(f"[{op}] {name} must have 1 dimension but has {p.ndim} dimensions.")
+    if p.shape[0] != x.shape[-1]:
+        raise ValueError(f"[{op}] {name} must have the same size as the last dimension of x "
+                         f"but has {p.shape[0]} elements.")
+    _real_float(p, op)
+    return p
+
+
+def layer_norm(x, weight, bias, eps, *, stream=None) -> array:
+    """(x - mean) / sqrt(var + eps) over the last axis, then * weight + bias (either may be
+    None)."""
+    op = "layer_norm"
+    x = _arr(x, op)
+    if x.ndim == 0:
+        raise ValueError(f"[{op}] Input must have at least 1 dimension but got input with 0 "
+                         "dimensions.")
+    _real_float(x, op)
+    eps = _check_eps(eps, op)
+    weight = _affine_param(weight, x, "weight", op)
+    bias = _affine_param(bias, x, "bias", op)
+    out_type = D.promote_types(*[a.dtype for a in (x, weight, bias) if a is not None])
+    ct = D.float64 if x.dtype is D.float64 else D.float32
+    y = astype(x, ct)
+    mu = O.mean(y, axis=-1, keepdims=True)
+    yc = y - mu
+    v = O.mean(O.square(yc), axis=-1, keepdims=True)
+    y = astype(yc * O.rsqrt(v + array(eps, ct)), out_type)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def rms_norm(x, weight, eps, *, stream=None) -> array:
+    """x / sqrt(mean(x^2) + eps) over the last axis, then * weight (may be None)."""
+    op = "rms_norm"
+    x = _arr(x, op)
+    if x.ndim == 0:
+        raise ValueError(f"[{op}] Input must have at least 1 dimension but got input with 0 "
+                         "dimensions.")
+    _real_float(x, op)
+    eps = _check_eps(eps, op)
+    weight = _affine_param(weight, x, "weight", op)
+    out_type = x.dtype if weight is None else D.promote(x.dtype, weight.dtype)
+    ct = D.float64 if x.dtype is D.float64 else D.float32
+    y = astype(x, ct)
+    y = y * O.rsqrt(O.mean(O.square(y), axis=-1, keepdims=True) + array(eps, ct))
+    y = astype(y, out_type)
+    return y * weight if weight is not None else y
+
+
+def rope(a, dims, *, traditional, base, scale, offset, freqs=None, stream=None) -> array:
+    """Rotary positional encoding of the first `dims` features of `a` (shape (B, *, T, D));
+    positions (offset + arange(T)) * scale run along axis -2. `offset` is an int or an integer
+    array (a scalar, or one offset per batch element)."""
+    op = "rope"
+    x = _arr(a, op)
+    if x.ndim < 3:
+        raise ValueError(f"[{op}] Input must have at least 3 dimensions but got input with "
+                         f"{x.ndim} dimensions.")
+    if x.dtype.kind != "f":
+        raise ValueError(f"[{op}] Input must be a floating type but got {x.dtype.name}.")
+    if isinstance(dims, bool) or not isinstance(dims, numbers.Integral):
+        raise TypeError(f"[{op}] dims must be an int, got {type(dims).__name__}: {dims!r}.")
+    dims = int(dims)
+    if dims % 2:
+        raise ValueError(f"[{op}] dims must be even but got {dims}.")
+    if dims > x.shape[-1] or dims <= 0:
+        raise ValueError(f"[{op}] dims must be positive and not exceed the input's last "
+                         f"dimension ({x.shape[-1]}) but got {dims}.")
+    if (base is None) == (freqs is None):
+        raise ValueError(f"[{op}] Only one of base or freqs can have a value.")
+    half = dims // 2
+    if freqs is not None:
+        freqs = _arr(freqs, op)
+        if freqs.ndim != 1 or freqs.shape[0] != half:
+            raise ValueError(f"[{op}] freqs must be one dimensional with size {half} but got "
+                             f"shape {freqs.shape}.")
+    B = x.shape[0]
+    if isinstance(offset, array):
+        if offset.dtype.kind not in "ui":
+            raise ValueError(f"[{op}] offset must be an integer but got type "
+                             f"{offset.dtype.name}.")
+        if offset.ndim > 1 or (offset.ndim == 1 and offset.size not in (1, B)):
+            raise ValueError(f"[{op}] offset must be a scalar or vector with {B} elements but "
+                             f"has shape {offset.shape}.")
+    elif isinstance(offset, numbers.Integral) and not isinstance(offset, bool):
+        offset = array(int(offset), D.int32)
+    else:
+        raise TypeError(f"[{op}] offset must be an int or an integer array, got "
+                        f"{type(offset).__name__}: {offset!r}.")
+    shape = x.shape
+    if x.ndim == 3:
+        x = O.expand_dims(x, 1)
+    elif x.ndim > 4:
+        x = O.flatten(x, 1, x.ndim - 3)
+    # angles in float32 (float64 for float64 input); cos/sin rounded to x's dtype, and the
+    # rotation computed in x's dtype (MLX's CPU numerics, bit for bit in float16/bfloat16)
+    t = x.dtype
+    ft = D.float64 if t is D.float64 else D.float32
+    T = x.shape[2]
+    offset = astype(offset, ft)
+    if offset.size > 1:
+        offset = O.reshape(offset, (B, 1, 1, 1))  # per batch element: (B, 1, T, 1) positions
+        positions = (O.arange(T, dtype=ft)[:, None] + offset) * array(scale, ft)
+    else:
+        positions = (O.arange(T, dtype=ft) + O.reshape(offset, ())) * array(scale, ft)
+        positions = positions[:, None]
+    if freqs is None:
+        inv = O.exp(O.arange(0, -half, -1, dtype=ft) * array(math.log(base) / half, ft))
+    else:
+        inv = astype(O.reciprocal(astype(freqs, ft)), ft)
+    theta = positions * inv
+    cos, sin = astype(O.cos(theta), t), astype(O.sin(theta), t)
+    if traditional:
+        x1 = x[..., 0:dims:2]
+        x2 = x[..., 1:dims:2]
+        r1 = x1 * cos - x2 * sin
+        r2 = x1 * sin + x2 * cos
+        out = O.reshape(O.stack([r1, r2], axis=-1), x.shape[:-1] + (dims,))
+        if dims < x.shape[-1]:
+            out = O.concatenate([out, x[..., dims:]], axis=-1)
+    else:
+        x1, x2 = x[..., :half], x[..., half:dims]
+        parts = [x1 * cos - x2 * sin, x1 * sin + x2 * cos]
+        if dims < x.shape[-1]:
+            parts.append(x[..., dims:])
+        out = O.concatenate(parts, axis=-1)
+    return O.reshape(out, shape)
+
+
+def scaled_dot_product_attention(q, k, v, *, scale, mask=None, sinks=None, force_fused=False,
+                                 stream=None) -> array:
+    """softmax(scale * q @ k^T + mask) @ v over (B, N, T, D) arrays.
+
+    k and v may have fewer heads than q (grouped/multi-query attention: query head h uses kv
+    head h // (N_q // N_kv)). `mask` is None, "causal" (lower-right aligned), a boolean array
+    (True keeps) or an additive array, broadcastable to (B, N_q, T_q, T_kv). `sinks` (N_q,)
+    adds one extra logit per head that takes probability mass but no value.
+    """
+    op = "scaled_dot_product_attention"
+    q, k, v = _arr(q, op), _arr(k, op), _arr(v, op)
+    for t in (q, k, v):
+        if t.ndim != 4:
+            raise ValueError(f"[{op}] input with shape {t.shape} expected to be rank 4")
+    for t in (q, k, v):
+        if t.dtype.kind != "f":
+            raise ValueError(f"[{op}] Received unsupported type {t.dtype.name}.")
+    B, n_q, L_q, D_q = q.shape
+    n_kv = k.shape[1]
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"[{op}] query, keys expected to have matching last dimension; found "
+                         f"query shape {q.shape} for keys shape {k.shape}.")
+    if k.shape[:3] != v.shape[:3]:
+        raise ValueError(f"[{op}] keys and values expected to have matching batch, head and "
+                         f"sequence dimensions; found keys shape {k.shape} for values shape "
+                         f"{v.shape}.")
+    if n_kv == 0 or n_q % n_kv:
+        raise ValueError(f"[{op}] The number of query heads ({n_q}) must be a multiple of the "
+                         f"number of key/value heads ({n_kv}).")
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"[{op}] scale must be a real number, got {type(scale).__name__}: "
+                        f"{scale!r}.")
+    final = D.promote_types(q.dtype, k.dtype, v.dtype)
+    q, k, v = astype(q, final), astype(k, final), astype(v, final)
+    causal = False
+    if isinstance(mask, str):
+        if mask != "causal":
+            raise ValueError(f"[{op}] invalid mask option {mask!r}. Must be 'causal', or an "
+                             "array.")
+        causal, mask = True, None
+    elif mask is not None:
+        mask = _arr(mask, op)
+        if mask.ndim > 4:
+            raise ValueError(f"[{op}] the mask with shape {mask.shape} expected to have at "
+                             "most rank 4.")
+        try:
+            O.broadcast_shapes(mask.shape, (B, n_q, L_q, k.shape[2]))
+        except ValueError:
+            raise ValueError(f"[{op}] the mask with shape {mask.shape} does not broadcast to "
+                             f"the scores shape {(B, n_q, L_q, k.shape[2])}.") from None
+        if mask.dtype is not D.bool_:
+            if D.promote(mask.dtype, final) is not final:
+                raise ValueError(f"[{op}] Mask type must promote to output type {final.name}, "
+                                 f"got {mask.dtype.name}.")
+            mask = astype(mask, final)
+    if sinks is not None:
+        sinks = _arr(sinks, op)
+        if sinks.ndim != 1 or sinks.shape[0] != n_q:
+            raise ValueError(f"[{op}] sinks must have shape ({n_q},), got {sinks.shape}.")
+        sinks = astype(sinks, final)
+
+    rep = n_q // n_kv
+    q = array(scale, final) * q
+    if rep > 1:
+        q = O.unflatten(q, 1, (n_kv, rep))
+        k = O.expand_dims(k, 2)
+        v = O.expand_dims(v, 2)
+    scores = O.matmul(q, O.swapaxes(k, -1, -2))
+    if causal:
+        kL, qL = k.shape[-2], q.shape[-2]
+        q_off = kL - qL  # lower-right aligned (MLX: rows before the first key are fully masked)
+        mask = O.greater_equal(O.arange(q_off, q_off + qL)[:, None], O.arange(kL)[None, :])
+    if mask is not None:
+        if rep > 1 and mask.ndim >= 3:
+            if mask.shape[-3] == 1:
+                mask = O.expand_dims(mask, -3)
+            else:
+                mask = O.unflatten(mask, -3, (n_kv, rep))
+        if mask.dtype is D.bool_:
+            scores = O.where(mask, scores, array(D.finfo(scores.dtype).min, scores.dtype))
+        else:
+            scores = scores + mask
+    if sinks is not None:
+        s = O.reshape(sinks, (1, n_q, 1, 1))
+        if scores.ndim == 5:
+            s = O.unflatten(s, 1, (n_kv, rep))
+        s = O.broadcast_to(s, scores.shape[:-1] + (1,))
+        scores = O.concatenate([s, scores], axis=-1)
+    scores = O.softmax(scores, axis=-1, precise=True)
+    if sinks is not None:
+        scores = scores[..., 1:]
+    out = O.matmul(scores, v)
+    if rep > 1:
+        out = O.flatten(out, 1, 2)
+    return out

@@ -1,0 +1,13 @@
+"""`mx.fast`: MLX's fast namespace (re-exported from braze._src.ops.fast).
+
+layer_norm, rms_norm, rope and scaled_dot_product_attention are composites of ordinary ops
+(MLX's CPU fallback graphs), so they differentiate, vmap and compile like any other op.
+"""
+from braze._src.ops.fast import (  # noqa: F401
+    layer_norm,
+    rms_norm,
+    rope,
+    scaled_dot_product_attention,
+)
+
+__all__ = ["layer_norm", "rms_norm", "rope", "scaled_dot_product_attention"]

@@ -1,0 +1,443 @@
+"""The `cpu` backend (Numba kernels): exact dtype conversions, op semantics equal to the numpy
+reference backend, variants, threads, the buffer cache, debug output."""
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import braze.core as mx
+from braze._src import config
+from braze._src import memory as M
+from braze._src.backends import base as B
+
+numba = pytest.importorskip("numba")
+
+from braze._src.backends.cpu import CpuBackend, runtime, threads  # noqa: E402
+from braze._src.backends.cpu.render import CpuVariant  # noqa: E402
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _cpu():
+    if "cpu" not in B.registered():
+        B.register("cpu", CpuBackend)
+    return B.get("cpu")
+
+
+@pytest.fixture
+def cpu():
+    be = _cpu()
+    with config.override(backend="cpu"):
+        yield be
+
+
+def run_both(f, *args):
+    """f compiled, evaluated on the cpu backend and on the numpy backend: NumPy results."""
+    out = {}
+    for name in ("cpu", "numpy"):
+        _cpu()
+        with config.override(backend=name):
+            r = mx.compile(f)(*args)
+            mx.eval(r)
+            out[name] = np.asarray(r)
+    return out["cpu"], out["numpy"]
+
+
+def same(a, b, exact=True, rtol=0.0):
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    if a.dtype.kind in "biu":
+        np.testing.assert_array_equal(a, b)
+        return
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    assert np.array_equal(np.isnan(x), np.isnan(y)), (a, b)
+    m = ~np.isnan(x)
+    if exact:
+        assert np.array_equal(x[m], y[m]), (a, b)  # +0 == -0: max/min ties differ in NumPy
+    else:
+        fin = m & np.isfinite(y)
+        assert np.array_equal(x[m & ~fin], y[m & ~fin]), (a, b)
+        np.testing.assert_allclose(x[fin], y[fin], rtol=rtol, atol=rtol * 1e-3)
+
+
+# -- conversions ---------------------------------------------------------------------------------
+@numba.njit(error_model="numpy")
+def _down(x, h, b):
+    for i in range(x.shape[0]):
+        h[i] = runtime.f32_to_f16(x[i])
+        b[i] = runtime.f32_to_bf16(x[i])
+
+
+@numba.njit(error_model="numpy")
+def _up(h, f, g):
+    for i in range(h.shape[0]):
+        f[i] = runtime.f16_to_f32(h[i])
+        g[i] = runtime.bf16_to_f32(h[i])
+
+
+@numba.njit(error_model="numpy")
+def _down64(x, h):
+    for i in range(x.shape[0]):
+        h[i] = runtime.f64_to_f16(x[i])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_half_conversions_bit_exact():
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2**32, 300_000, dtype=np.uint64).astype(np.uint32)
+    edge = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7F800001, 0xFFC00001, 0x7FA00000,
+                     0x477FF000, 0x477FEFFF, 0x38800000, 0x387FFFFF, 0x33000000, 0x33000001,
+                     0x32FFFFFF, 1, 0x7F7FFFFF, 0xFF7FFFFF, 0x3F808000, 0x3F818000],
+                    np.uint32)
+    x = np.concatenate([bits, edge]).view(np.float32)
+    h = np.empty(x.size, np.uint16)
+    b = np.empty(x.size, np.uint16)
+    _down(x, h, b)
+    np.testing.assert_array_equal(h, x.astype(np.float16).view(np.uint16))
+    np.testing.assert_array_equal(b, x.astype(BF16).view(np.uint16))
+    every = np.arange(65536, dtype=np.uint16)
+    f = np.empty(65536, np.float32)
+    g = np.empty(65536, np.float32)
+    _up(every, f, g)
+    np.testing.assert_array_equal(f.view(np.uint32),
+                                  every.view(np.float16).astype(np.float32).view(np.uint32))
+    np.testing.assert_array_equal(g.view(np.uint32),
+                                  every.view(BF16).astype(np.float32).view(np.uint32))
+    # float64 -> float16 rounds once (through float32 it would round twice)
+    x64 = np.concatenate([rng.standard_normal(200_000) * np.exp(rng.uniform(-40, 12, 200_000)),
+                          [1 + 2**-11 + 2**-40, 2**-25 * (1 + 2**-40), 65519.999, np.nan,
+                           -np.inf]])
+    h64 = np.empty(x64.size, np.uint16)
+    _down64(x64, h64)
+    np.testing.assert_array_equal(h64, x64.astype(np.float16).view(np.uint16))
+
+
+CAST_VALUES = [np.nan, -np.nan, np.inf, -np.inf, 300.7, -300.7, 3e9, -3e9, 1e19, -1e19, 2.0**63,
+               1.8e19, -0.9, 65535.5, 4294967296.5, 0.0, -0.0, 1.5, 127.9, -128.9]
+
+
+@pytest.mark.parametrize("src", ["float32", "float64", "float16", "bfloat16"])
+def test_float_to_int_casts_match_numpy(cpu, src):
+    x = mx.array(np.array(CAST_VALUES, dtype=np.float64)).astype(getattr(mx, src))
+    for dst in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool",
+                "float16", "bfloat16", "float32", "float64"):
+        dt = getattr(mx, "bool_" if dst == "bool" else dst)
+        a, b = run_both(lambda v, d=dt: (v * 1).astype(d), x)
+        same(a, b)
+
+
+def test_int_semantics_match_numpy(cpu):
+    rng = np.random.default_rng(1)
+    for dt in ("int8", "int32", "int64", "uint8", "uint32", "uint64"):
+        info = np.iinfo(dt)
+        vals = np.concatenate([rng.integers(info.min, info.max, 200, dtype=dt, endpoint=True),
+                               np.array([0, 1, info.max, info.min, 7], dtype=dt)])
+        if info.min < 0:
+            vals = np.concatenate([vals, np.array([-1, -7], dtype=dt)])
+        a = mx.array(vals)
+        b = mx.array(vals[::-1].copy())
+        for f in (lambda x, y: x // y, lambda x, y: x % y, lambda x, y: x * y + x - y,
+                  lambda x, y: mx.maximum(x, y) - mx.minimum(x, y), lambda x, y: -x + abs(y),
+                  lambda x, y: (x << (y & 15)) ^ (x >> (y & 7)), lambda x, y: x ** (y & 7),
+                  lambda x, y: (x < y) | (x == y)):
+            same(*run_both(f, a, b))
+        sh = mx.array(np.array([-1, 0, 1, 7, 8, 31, 63, 64, 100] * 3).astype(dt))
+        base = mx.array(np.array([1, -5 if info.min < 0 else 5, 3] * 9).astype(dt))
+        same(*run_both(lambda x, y: (x << y) + (x >> y), base, sh))
+
+
+def test_float_semantics_match_numpy(cpu):
+    v = np.array([np.nan, -np.inf, -3.5, -1.0, -0.0, 0.0, 0.5, 1.0, 2.5, np.inf, 7.0, -7.25],
+                 dtype=np.float32)
+    a = mx.array(v)
+    b = mx.array(v[::-1].copy())
+    for dt in (mx.float32, mx.float16, mx.bfloat16, mx.float64):
+        x, y = a.astype(dt), b.astype(dt)
+        for f in (lambda x, y: mx.maximum(x, y) + mx.minimum(x, y) * 2,
+                  lambda x, y: x % y + x // y, lambda x, y: (x < y) | (x != y),
+                  lambda x, y: mx.where(x > y, x * y, x / y), lambda x, y: mx.sign(x) - y,
+                  lambda x, y: mx.round(x * 3.3) + mx.floor(y) - mx.ceil(x),
+                  lambda x, y: mx.sqrt(abs(x)) * mx.rsqrt(abs(y) + 1) - x * x):
+            same(*run_both(f, x, y))
+
+
+TRANSCENDENTAL = [mx.exp, mx.log, mx.sin, mx.cos, mx.tanh, mx.erf, mx.sigmoid, mx.log1p,
+                  mx.expm1, mx.arctan, mx.sinh, mx.arcsinh]
+
+
+def test_transcendentals_within_ulps(cpu):
+    x = mx.array(np.linspace(-5, 5, 1001, dtype=np.float32))
+    for f in TRANSCENDENTAL:
+        a, b = run_both(lambda v, f=f: f(v) * 1.5, x)
+        same(a, b, exact=False, rtol=4e-6 if f is not mx.sinh else 1e-5)
+    a, b = run_both(lambda p, q: mx.power(abs(p), q) + mx.arctan2(p, q), x, x[::-1])
+    same(a, b, exact=False, rtol=2e-5)
+
+
+# -- random graphs: cpu vs numpy ----------------------------------------------------------------
+_DTYPES = ["float32", "float16", "bfloat16", "float64", "int32", "int8", "uint8", "bool"]
+_ARITH = {
+    "f": ["add", "subtract", "multiply", "divide", "maximum", "minimum", "floor_divide",
+          "remainder"],
+    "i": ["add", "subtract", "multiply", "maximum", "minimum", "floor_divide", "remainder",
+          "bitwise_and", "bitwise_xor"],
+    "b": ["logical_and", "logical_or", "not_equal", "equal", "maximum", "minimum"],
+}
+_UN = {"f": ["negative", "abs", "square", "floor", "sign"], "i": ["negative", "abs", "square"],
+       "b": ["logical_not"]}
+_MATH = ["exp", "sin", "tanh", "sigmoid", "log1p"]
+_SHAPES = [((5, 4), (4,)), ((5, 4), (5, 1)), ((3, 1, 4), (2, 4)), ((7,), ()), ((4, 6), (4, 6)),
+           ((1,), (3, 2))]
+
+
+@st.composite
+def graphs(draw):
+    dt = draw(st.sampled_from(_DTYPES))
+    kind = "b" if dt == "bool" else ("f" if "float" in dt else "i")
+    shapes = draw(st.sampled_from(_SHAPES))
+    layout = draw(st.sampled_from(["plain", "reversed", "transposed"]))
+    n_ops = draw(st.integers(2, 5))
+    ops = []
+    for _ in range(n_ops):
+        r = draw(st.integers(0, 9))
+        if kind == "f" and r == 0:
+            ops.append(("m", draw(st.sampled_from(_MATH))))
+        elif r < 4:
+            ops.append(("u", draw(st.sampled_from(_UN[kind]))))
+        else:
+            c = None
+            if draw(st.booleans()):
+                if kind == "f":
+                    c = draw(st.sampled_from([2.0, -0.5, math.nan, math.inf, -math.inf,
+                                              0.1, 3.0]))
+                elif kind == "i":
+                    c = draw(st.sampled_from([3, -2, 0, 1])) if dt != "uint8" else 3
+                else:
+                    c = draw(st.booleans())
+            ops.append(("b", draw(st.sampled_from(_ARITH[kind])), c))
+    seed = draw(st.integers(0, 3))
+    return dt, shapes, layout, ops, seed
+
+
+def _make_inputs(dt, shapes, layout, seed):
+    rng = np.random.default_rng(seed)
+    xs = []
+    for shp in shapes:
+        v = rng.standard_normal(shp) * 4
+        if dt in ("int8", "int32"):
+            v = np.round(v * 10)
+        elif dt == "uint8":
+            v = np.abs(np.round(v * 10))
+        elif dt == "bool":
+            v = v > 0
+        v = v.astype(BF16 if dt == "bfloat16" else dt)
+        if v.ndim and v.size > 1:
+            v[(0,) * v.ndim] = v.flat[-1]  # keep ties around
+        x = mx.array(v)
+        if layout == "reversed" and x.ndim:
+            x = x[::-1]
+        elif layout == "transposed" and x.ndim >= 2:
+            x = mx.array(np.ascontiguousarray(np.swapaxes(v, 0, 1))).swapaxes(0, 1)
+        xs.append(x)
+    return xs
+
+
+def _build(ops):
+    def f(x, y):
+        vals = [x, y]
+        for op in ops:
+            a = vals[-1]
+            if op[0] in "um":
+                vals.append(getattr(mx, op[1])(a))
+            else:
+                b = vals[-2] if op[2] is None else op[2]
+                vals.append(getattr(mx, op[1])(a, b))
+        return vals[-1], vals[-2]
+    return f
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(graphs())
+def test_random_elementwise_graphs_cpu_equals_numpy(g):
+    dt, shapes, layout, ops, seed = g
+    xs = _make_inputs(dt, shapes, layout, seed)
+    f = _build(ops)
+    approx = any(op[0] == "m" for op in ops)
+    outs = {}
+    for name in ("cpu", "numpy"):
+        _cpu()
+        with config.override(backend=name):
+            r = mx.compile(f)(*xs)
+            mx.eval(r)
+            outs[name] = [np.asarray(v) for v in r]
+    tol = {"float16": 4e-3, "bfloat16": 3e-2}.get(dt, 1e-5)
+    for a, b in zip(outs["cpu"], outs["numpy"]):
+        if approx and a.dtype.kind == "f" or (a.dtype.kind == "V"):
+            same(a.astype(np.float64) if a.dtype.kind == "V" else a,
+                 b.astype(np.float64) if b.dtype.kind == "V" else b,
+                 exact=not approx, rtol=tol)
+        else:
+            same(a, b)
+
+
+# -- variants ------------------------------------------------------------------------------------
+def _variants(be, f, *xs):
+    c = mx.compile(f)
+    r = c(*xs)
+    mx.eval(r)
+    seen = set()
+    for e in be._entries.values():
+        seen |= set(e.programs)
+    return r, seen
+
+
+def test_variant_selection(cpu):
+    f = lambda x, y: x * y + 1.0  # noqa: E731
+    x = mx.array(np.arange(12, dtype=np.float32).reshape(3, 4))
+    _, seen = _variants(cpu, f, x, x + 0)
+    assert CpuVariant("contiguous", 0, "VV") in seen
+    _, seen = _variants(cpu, f, x, mx.array(2.0))
+    assert CpuVariant("contiguous", 0, "VS") in seen
+    r, seen = _variants(cpu, f, x, mx.array(np.arange(4, dtype=np.float32)))
+    assert CpuVariant("strided", 2, "VV") in seen
+    np.testing.assert_array_equal(np.asarray(r), np.arange(12).reshape(3, 4) * np.arange(4) + 1)
+    # negative strides go strided; collapsed dims: (2, 3, 4) reversed on axis 0 is rank 2
+    z = mx.array(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    r, seen = _variants(cpu, f, z[::-1], z)
+    assert CpuVariant("strided", 2, "VV") in seen
+    zn = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(np.asarray(r), zn[::-1] * zn + 1)
+    # column-major inputs stay contiguous (F order)
+    xt = mx.array(np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)))
+    r, seen = _variants(cpu, f, xt, xt + 0)
+    np.testing.assert_array_equal(np.asarray(r), np.arange(12).reshape(3, 4) ** 2 + 1)
+
+
+def test_one_strided_kernel_serves_every_shape_of_a_rank(cpu):
+    f = mx.compile(lambda x, y: x - y * 2.0, shapeless=True)
+    n0 = len(cpu._entries)
+    for shp in [(3, 4), (5, 7), (2, 9)]:
+        x = mx.array(np.ones(shp, np.float32))
+        y = mx.array(np.arange(shp[1], dtype=np.float32))
+        r = f(x, y)
+        np.testing.assert_array_equal(np.asarray(r), 1 - 2 * np.arange(shp[1])[None] + 0 * x)
+    progs = [p for e in list(cpu._entries.values())[n0:] for p in e.programs]
+    assert progs.count(CpuVariant("strided", 2, "VV")) == 1
+
+
+def test_zero_d_and_empty_inputs(cpu):
+    f = lambda x, y: x * y + 1.0  # noqa: E731
+    same(*run_both(f, mx.array(3.0), mx.array(np.arange(5, dtype=np.float32))))
+    same(*run_both(f, mx.array(3.0), mx.array(2.0)))
+    same(*run_both(f, mx.array(np.zeros((0, 3), np.float32)), mx.array(2.0)))
+
+
+def test_constants_exact_in_source(cpu):
+    f = mx.compile(lambda x: mx.where(x > 0, x * math.pi, math.nan) + mx.array(-math.inf))
+    x = mx.array(np.array([1.0, -1.0])).astype(mx.float64)
+    r = np.asarray(f(x))
+    assert r[0] == -math.inf and math.isnan(r[1])
+    src = [p.source for e in cpu._entries.values() for p in e.programs.values()]
+    assert any("3.141592653589793" in s and "float('-inf')" in s for s in src)
+
+
+def test_debug_4_prints_kernel_source(cpu, capfd):
+    with config.override(debug=4):
+        f = mx.compile(lambda x: mx.exp(x) * 3.25 - 1.0)
+        mx.eval(f(mx.array(np.arange(3, dtype=np.float32))))
+    err = capfd.readouterr().err
+    assert "def kernel(" in err and "Exp" in err and "# t0: float32" in err
+
+
+# -- threads -------------------------------------------------------------------------------------
+def test_threads_give_identical_results(cpu):
+    x = mx.array(np.random.default_rng(0).standard_normal(300_001).astype(np.float32))
+    f = mx.compile(lambda v: mx.sigmoid(v) * v + 2.0)
+    prev = threads.set_threshold(1 << 40)
+    try:
+        one = np.asarray(f(x))
+        threads.set_threshold(1000)
+        with config.override(num_threads=3):
+            n = threads.POOL.launches
+            many = np.asarray(f(x))
+            assert threads.POOL.launches == n + 1
+    finally:
+        threads.set_threshold(prev)
+    np.testing.assert_array_equal(one, many)
+
+
+def test_small_kernels_stay_on_the_calling_thread(cpu):
+    n = threads.POOL.launches
+    f = mx.compile(lambda v: v * 2.0 + 1.0)
+    mx.eval(f(mx.array(np.ones(100, np.float32))))
+    assert threads.POOL.launches == n
+
+
+# -- buffer cache --------------------------------------------------------------------------------
+def test_buffer_cache_reuses_freed_buffers(cpu):
+    M.clear_cache()
+    nbytes = 1 << 20
+    a = M.empty((nbytes // 4,), np.float32)
+    assert a.base is None and a.flags.owndata
+    if not M._pool["state"]:
+        pytest.skip("allocator hook unavailable")
+    assert M.get_cache_memory() == 0
+    addr = a.__array_interface__["data"][0]
+    del a
+    assert M.get_cache_memory() == nbytes
+    hits = M.cache_stats()["hits"]
+    b = M.empty((nbytes // 4,), np.float32)
+    assert b.__array_interface__["data"][0] == addr
+    assert M.cache_stats()["hits"] == hits + 1 and M.get_cache_memory() == 0
+    del b
+    prev = M.set_cache_limit(0)
+    try:
+        assert M.get_cache_memory() == 0
+        c = M.empty((nbytes // 4,), np.float32)
+        del c
+        assert M.get_cache_memory() == 0  # over the limit: released
+    finally:
+        M.set_cache_limit(prev)
+    d = M.empty((nbytes // 4,), np.float32)
+    del d
+    assert M.get_cache_memory() == nbytes
+    M.clear_cache()
+    assert M.get_cache_memory() == 0
+
+
+def test_kernel_outputs_come_from_the_buffer_cache(cpu):
+    f = mx.compile(lambda v: v * 2.0 + 1.0)
+    x = mx.array(np.ones(1 << 18, np.float32))
+    mx.eval(f(x))  # compile + start the cache
+    if not M._pool["state"]:
+        pytest.skip("allocator hook unavailable")
+    M.clear_cache()
+    y = f(x)
+    mx.eval(y)
+    addr = np.asarray(y).__array_interface__["data"][0]
+    del y
+    assert M.get_cache_memory() >= (1 << 20)
+    active = mx.get_active_memory()
+    z = f(x)
+    mx.eval(z)
+    assert np.asarray(z).__array_interface__["data"][0] == addr
+    assert mx.get_active_memory() == active + (1 << 20)
+    np.testing.assert_array_equal(np.asarray(z), 3.0)
+
+
+def test_donation_on_cpu(cpu):
+    f = mx.compile(lambda v: mx.sin(v) + 1.0)
+    x = mx.arange(16, dtype=mx.float32)
+    mx.eval(x)
+    addr = np.asarray(x).__array_interface__["data"][0]
+    out = f(x)
+    del x
+    mx.eval(out)
+    assert np.asarray(out).__array_interface__["data"][0] == addr
+
+
+def test_complex_regions_run_on_the_reference(cpu):
+    x = mx.array(np.array([1 + 2j, 3 - 1j], np.complex64))
+    same(*run_both(lambda v: v * v + 1.0, x))
