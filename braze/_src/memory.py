@@ -11,12 +11,19 @@ import numpy as np
 _state = {"cache": 0, "cache_limit": None, "memory_limit": None}
 
 
-class Counters:
-    """Bytes held by array buffers now and at the peak (class attributes: the hot path of
-    every evaluated op updates them, so they are plain ints, not dict entries)."""
+class _Counters:
+    """Bytes held by array buffers now and at the peak. One slotted instance: the hot path of
+    every evaluated op updates it (instance slots are cheaper to write than class attributes,
+    whose writes also invalidate the type's attribute cache)."""
 
-    active = 0
-    peak = 0
+    __slots__ = ("active", "peak")
+
+    def __init__(self):
+        self.active = 0
+        self.peak = 0
+
+
+Counters = _Counters()
 
 
 def add(nbytes: int) -> None:
