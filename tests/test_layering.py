@@ -11,7 +11,7 @@ LAYERS = [
     {"_src.prims"},
     {"_src.ops"},
     {"_src.transforms"},
-    {"_src.random", "_src.distributed"},
+    {"_src.random", "_src.distributed", "_src.io"},
     {"_src.compile"},
     {"_src.backends"},
     {"core", "utils", "nn", "optimizers", "demo"},

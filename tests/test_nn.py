@@ -10,7 +10,7 @@ import pytest
 
 import braze.core as mx
 import braze.nn as nn
-from braze.nn import io as nnio
+from braze._src import io as nnio
 from braze.utils import tree_flatten, tree_map
 
 
@@ -445,3 +445,15 @@ def test_linear_default_initialisation_bounds():
     assert abs(w.std() - bound / np.sqrt(3)) < 0.01
     e = np.array(nn.Embedding(400, 100).weight)
     assert abs(e.std() - 0.1) < 0.01
+
+
+def test_weight_files_through_the_mx_namespace(tmp_path):
+    # MLX scripts call mx.save_safetensors / mx.savez / mx.load directly
+    w = {"a": mx.arange(6, dtype=mx.bfloat16).reshape(2, 3), "b": mx.ones((2,))}
+    mx.save_safetensors(str(tmp_path / "w.safetensors"), w)
+    mx.savez(str(tmp_path / "w.npz"), **w)
+    for name in ("w.safetensors", "w.npz"):
+        back = mx.load(str(tmp_path / name))
+        assert set(back) == {"a", "b"}
+        assert back["a"].dtype == mx.bfloat16 and back["a"].shape == (2, 3)
+        assert mx.array_equal(back["a"], w["a"]).item() and mx.array_equal(back["b"], w["b"]).item()

@@ -29,6 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .base import Primitive, bind, ops
+from .linalg import _blas_threads
 
 _HALF = ("float16", "bfloat16")
 
@@ -131,6 +132,7 @@ class Convolution(Primitive):
         return [(conv_out_shape(x.shape, w.shape, *self._params()), x.dtype)]
 
     def eval_cpu(self, x, w):
+        _blas_threads()  # the kernel is a matrix product: same BLAS thread knob as matmul
         dt = x.dtype
         if dt.name in _HALF:
             x, w = x.astype(np.float32), w.astype(np.float32)

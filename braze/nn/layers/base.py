@@ -271,7 +271,7 @@ class Module(dict):
         With `strict`, the names must be exactly the model's parameters and the shapes must
         match; on any error the model is unchanged.
         """
-        from ..io import load as _load
+        from braze._src.io import load as _load
 
         weights = file_or_weights
         if isinstance(weights, str) or hasattr(weights, "__fspath__"):
@@ -302,7 +302,7 @@ class Module(dict):
 
     def save_weights(self, file: str):
         """Save the parameters to `.npz` or `.safetensors` (chosen by the extension)."""
-        from ..io import save_safetensors, savez
+        from braze._src.io import save_safetensors, savez
 
         file = str(file)
         params = tree_flatten(self.parameters(), destination={})

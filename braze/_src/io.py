@@ -22,7 +22,8 @@ import zipfile
 import ml_dtypes
 import numpy as np
 
-import braze.core as mx
+from . import dtypes as D
+from .array import array
 
 __all__ = ["load", "save_safetensors", "load_safetensors", "savez", "savez_compressed"]
 
@@ -39,7 +40,7 @@ _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def _to_numpy(a, name, op):
-    if isinstance(a, mx.array):
+    if isinstance(a, array):
         out = np.asarray(a)
     elif isinstance(a, np.ndarray):
         out = a
@@ -50,7 +51,7 @@ def _to_numpy(a, name, op):
 
 def _from_numpy(x):
     # mx.array reads float64 NumPy data as float32 (MLX's rule); a file's dtype is kept
-    return mx.array(x, dtype=mx.float64) if x.dtype == np.float64 else mx.array(x)
+    return array(x, dtype=D.float64) if x.dtype == np.float64 else array(x)
 
 
 # -- safetensors ------------------------------------------------------------------------------
