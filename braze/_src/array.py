@@ -49,7 +49,10 @@ class array:
         if type(val) is array:
             self._init_from_array(val, dt)
             return
-        data = to_numpy(val, dt)
+        self._init_buffer(to_numpy(val, dt))
+
+    def _init_buffer(self, data: np.ndarray) -> None:
+        """Fields of an evaluated array holding `data` (whose dtype is one of ours)."""
         self._shape = data.shape
         self._dtype = D.from_numpy(data.dtype)
         self._prim = None
@@ -83,17 +86,7 @@ class array:
     def _from_data(data: np.ndarray) -> "array":
         """Wrap an existing NumPy buffer without copying (caller guarantees the dtype is ours)."""
         a = object.__new__(array)
-        a._shape = data.shape
-        a._dtype = D.from_numpy(data.dtype)
-        a._prim = None
-        a._inputs = ()
-        a._siblings = None
-        a._idx = 0
-        a._mem = 0
-        a._tracer = False
-        a._nc = 0
-        a._data = None
-        _set_data(a, data)
+        a._init_buffer(data)
         return a
 
     @staticmethod
