@@ -1,7 +1,9 @@
 """The fuse pass (MLX's compile_fuse rules, reference §4.2), the Compiled primitive, buffer
 donation (§6) and the DOT format, tested on tapes traced directly on placeholders.
 
-The oracle is the unfused graph evaluated eagerly: fusion must not change a single bit.
+The oracle is the unfused graph evaluated eagerly: fusion must not change a single bit (on the
+`cpu` backend, fused transcendentals come from its math library and are compared within a few
+ulp: `assert_fused_equal`).
 """
 import io
 import math
@@ -9,11 +11,11 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import braze.core as mx
-from braze._src import scheduler
+from braze._src import backends, scheduler
 from braze._src.array import array
 from braze._src.compile.compiled import Compiled
 from braze._src.compile.fuse import MAX_ARRAYS, MAX_DEPTH, fuse
@@ -90,6 +92,49 @@ def assert_same(a, b):
         assert np.array_equal(x, y), (x, y)
 
 
+# Primitives the `cpu` backend computes with its own math library (within 2 ulp of NumPy's
+# results, not bit-equal); every other primitive is bit-exact on every backend.
+TRANSCENDENTAL = {"Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan", "ArcSin", "ArcCos",
+                  "ArcTan", "ArcTan2", "Sinh", "Cosh", "Tanh", "Erf", "Sigmoid", "Power",
+                  "LogAddExp"}
+
+
+def fused_transcendentals(tape) -> int:
+    """How many transcendental ops the tape's fused regions compute with the `cpu` backend's
+    math library (0 on any other backend: fusion is then bit-exact)."""
+    if backends.get().name != "cpu":
+        return 0
+    return sum(type(op.prim).__name__ in TRANSCENDENTAL
+               for node in compiled_nodes(tape) for op in node._prim.ir.ops)
+
+
+def _ordered(x):
+    """Float values as integers ordered like the floats (ulp distance = difference)."""
+    bits = {2: np.int16, 4: np.int32, 8: np.int64}[x.dtype.itemsize]
+    i = x.view(bits).astype(np.int64)
+    top = np.int64(1) << (8 * x.dtype.itemsize - 1)
+    return np.where(i < 0, -(i + top), i)
+
+
+def assert_fused_equal(a, b, tape):
+    """Fused `a` vs unfused `b`: bit-equal, except on the `cpu` backend where the tape's fused
+    regions contain transcendentals: then NaN and +-Inf are where they are unfused and finite
+    values within 4 ulp (of their dtype) per transcendental op of the tape (errors compound
+    along a chain)."""
+    n = fused_transcendentals(tape)
+    if n == 0 or a.dtype not in _FLOATS:
+        return assert_same(a, b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    x, y = np.asarray(a), np.asarray(b)
+    xf, yf = x.astype(np.float64), y.astype(np.float64)
+    assert np.array_equal(np.isnan(xf), np.isnan(yf)), (x, y)
+    inf = np.isinf(xf)
+    assert np.array_equal(inf, np.isinf(yf)) and np.array_equal(xf[inf], yf[inf]), (x, y)
+    fin = np.isfinite(xf)
+    ulps = np.abs(_ordered(x) - _ordered(y))
+    assert (ulps[fin] <= 4 * n).all(), (x, y, ulps)
+
+
 # -- structure: MLX's examples ---------------------------------------------------------------
 def gelu(x):
     return x * (1 + mx.erf(x / math.sqrt(2))) / 2
@@ -106,7 +151,7 @@ def test_gelu_is_one_compiled_node_with_baked_constants():
     assert sorted(c.py_value() for c in consts) == [1.0, float(np.float32(math.sqrt(2))), 2.0]
     assert all(x._prim is None for x in node._inputs)  # every input is a leaf
     xr = mx.array(np.linspace(-3, 3, 8, dtype=np.float32))
-    assert_same(replay(t, [xr])[0], gelu(xr))
+    assert_fused_equal(replay(t, [xr])[0], gelu(xr), t)
 
 
 def test_single_primitive_is_not_fused():
@@ -204,7 +249,7 @@ def test_deep_chain_splits_every_11_levels():
     sizes = [len(c._prim.ir.ops) for c in compiled_nodes(t)]
     assert sizes == [3, MAX_DEPTH, MAX_DEPTH]  # as MLX: CompiledSinExpSin, then two of 11
     xr = mx.array(np.linspace(0, 1, 4, dtype=np.float32))
-    assert_same(replay(t, [xr])[0], fn(xr))
+    assert_fused_equal(replay(t, [xr])[0], fn(xr), t)
 
 
 def test_non_fusable_nodes_are_boundaries():
@@ -316,7 +361,7 @@ def test_region_larger_than_its_inputs():
     assert node.shape == (2, 3)
     out = replay(t, [mx.array([0.0, 1.0, 2.0])])[0]
     assert out.shape == (2, 3)
-    assert_same(out, fn(mx.array([0.0, 1.0, 2.0])))
+    assert_fused_equal(out, fn(mx.array([0.0, 1.0, 2.0])), t)
 
 
 # -- transforms of a Compiled node -----------------------------------------------------------
@@ -347,6 +392,12 @@ def test_grad_jvp_vmap_through_compiled_nodes():
 
 
 # -- random elementwise graphs: fused == unfused, bit for bit -----------------------------------
+# On the `cpu` backend every new graph builds Numba kernels (~0.1-0.3 s each): fewer examples,
+# and no shrinking (it would build hundreds more); a failure still prints its example.
+_ON_CPU = backends.get().name == "cpu"
+_HYPOTHESIS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                   phases=[Phase.explicit, Phase.reuse, Phase.generate] if _ON_CPU
+                   else list(Phase))
 _FLOATS = [mx.float32, mx.float16, mx.bfloat16, mx.float64]
 _UNARY = [mx.exp, mx.sin, mx.abs, mx.negative, mx.square, mx.sqrt, mx.tanh, mx.sigmoid, mx.erf,
           mx.floor, mx.log1p, mx.cos]
@@ -404,7 +455,7 @@ def _build(dt, steps, outs):
     return fn
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40 if _ON_CPU else 120, **_HYPOTHESIS)
 @given(graphs())
 def test_random_elementwise_graphs_fused_equals_unfused(g):
     dt, shapes, steps, outs, seed = g
@@ -420,7 +471,7 @@ def test_random_elementwise_graphs_fused_equals_unfused(g):
     got = replay(t, real)
     want = fn(*real)
     for a, b in zip(got, want):
-        assert_same(a, b)
+        assert_fused_equal(a, b, t)
 
 
 # -- buffer donation ------------------------------------------------------------------------------
@@ -484,7 +535,7 @@ def test_compile_donates_input_buffer_through_eval():
     assert _ptr(out) == ptr
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25 if _ON_CPU else 60, **_HYPOTHESIS)
 @given(graphs(), st.lists(st.booleans(), min_size=3, max_size=3))
 def test_donation_never_modifies_a_referenced_input(g, keep):
     dt, shapes, steps, outs, seed = g

@@ -272,7 +272,9 @@ def test_random_elementwise_graphs_cpu_equals_numpy(g):
             r = mx.compile(f)(*xs)
             mx.eval(r)
             outs[name] = [np.asarray(v) for v in r]
-    tol = {"float16": 4e-3, "bfloat16": 3e-2}.get(dt, 1e-5)
+    # mathlib results are within 2 ulp of NumPy's; later ops in a random chain can amplify that
+    # (e.g. a difference of two close values), so float32 gets a few hundred ulp of headroom
+    tol = {"float16": 4e-3, "bfloat16": 3e-2}.get(dt, 1e-4)
     for a, b in zip(outs["cpu"], outs["numpy"]):
         if approx and a.dtype.kind == "f" or (a.dtype.kind == "V"):
             same(a.astype(np.float64) if a.dtype.kind == "V" else a,

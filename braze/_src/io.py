@@ -55,10 +55,19 @@ def _from_numpy(x):
 
 
 # -- safetensors ------------------------------------------------------------------------------
+def _path(file, op: str) -> str:
+    """A file argument as a path string; TypeError naming the op otherwise."""
+    try:
+        return os.fspath(file)
+    except TypeError:
+        raise TypeError(f"[{op}] Expected a file path (str or os.PathLike), got "
+                        f"{type(file).__name__}.") from None
+
+
 def save_safetensors(file, arrays: dict, metadata: dict | None = None) -> None:
     """Write `arrays` (name -> array) to `file` in the safetensors format."""
     op = "save_safetensors"
-    file = os.fspath(file)
+    file = _path(file, op)
     if not file.endswith(".safetensors"):
         file += ".safetensors"
     if not isinstance(arrays, dict):
@@ -95,7 +104,7 @@ def save_safetensors(file, arrays: dict, metadata: dict | None = None) -> None:
 def load_safetensors(file, return_metadata: bool = False):
     """Read a safetensors file: {name: array} (and the metadata dict if asked)."""
     op = "load_safetensors"
-    file = os.fspath(file)
+    file = _path(file, op)
     with open(file, "rb") as f:
         raw = f.read()
     if len(raw) < 8:
@@ -139,7 +148,7 @@ def load_safetensors(file, return_metadata: bool = False):
 
 # -- npz --------------------------------------------------------------------------------------
 def _write_npz(file, arrays, compress):
-    file = os.fspath(file)
+    file = _path(file, "savez_compressed" if compress else "savez")
     if not file.endswith(".npz"):
         file += ".npz"
     mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
@@ -184,7 +193,7 @@ def _load_npz(file):
 
 def load(file, format: str | None = None, return_metadata: bool = False):
     """Load a `.npz`, `.safetensors` or `.npy` file (format from the extension by default)."""
-    path = os.fspath(file)
+    path = _path(file, "load")
     if format is None:
         ext = os.path.splitext(path)[1]
         if not ext:

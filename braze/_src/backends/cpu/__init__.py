@@ -30,6 +30,7 @@ from . import mathlib  # noqa: F401
 from .render import HALF, CpuVariant, Unsupported
 from .render import render as render_kernel
 from .threads import POOL
+from .threads import _threshold as _THRESHOLD
 
 _U16 = np.dtype(np.uint16)
 
@@ -63,17 +64,21 @@ class CpuProgram(Program):
 
 
 class _Entry:
-    __slots__ = ("ir", "run", "fallback", "programs", "half_in", "half_out", "out_np")
+    __slots__ = ("ir", "run", "fallback", "programs", "fns", "half_in", "half_out", "out_np",
+                 "any_half", "scalars")
 
     def __init__(self, ir):
         self.ir = ir
         self.run = tuple(k for k in range(ir.n_inputs) if not ir.inputs[k].const)
-        self.programs = {}
+        self.programs = {}  # CpuVariant -> CpuProgram
+        self.fns = {}  # (kind, ndim, scalars) -> the program's kernel (the launch path's key)
+        self.scalars = "S" * len(self.run)  # every input a scalar (single-element launches)
         self.fallback = any(d.kind == "c" for d in ir.output_dtypes) or any(
             i.dtype.kind == "c" for i in ir.inputs) or any(o.dtype.kind == "c" for o in ir.ops)
         self.half_in = tuple(ir.inputs[k].dtype.name in HALF for k in self.run)
         self.half_out = tuple(d.name in HALF for d in ir.output_dtypes)
         self.out_np = tuple(d.np_dtype for d in ir.output_dtypes)
+        self.any_half = any(self.half_in) or any(self.half_out)
 
 
 class CpuBackend(Backend):
@@ -147,6 +152,13 @@ class CpuBackend(Backend):
         return CpuProgram(fn, variant, source, name, how, dt)
 
     # -- evaluation ----------------------------------------------------------------------------
+    def _fn(self, ir, e, kind, ndim, scal):
+        """The kernel function for a variant (`program`, remembered under a plain tuple key:
+        building and hashing a CpuVariant costs a microsecond per launch)."""
+        fn = self.program(ir, CpuVariant(kind, ndim, scal)).fn
+        e.fns[(kind, ndim, scal)] = fn
+        return fn
+
     def run_compiled(self, ir, inputs, out_shape=None, donatable=None) -> list:
         e = self._entries.get(ir.key)
         if e is None:
@@ -158,13 +170,15 @@ class CpuBackend(Backend):
         size = 1
         for s in out_shape:
             size *= s
+        if size == 1:
+            return self._run_one(ir, e, inputs, out_shape, donatable)
         run = e.run
         xs = [inputs[k] for k in run]
-        scal = "".join(["S" if x.size == 1 else "V" for x in xs])
         # -- layout: contiguous (C or F) or strided
         order = "C"
         contiguous = True
         if size > 1:
+            scal = "".join(["S" if x.size == 1 else "V" for x in xs])
             cs = fs = True
             for x, s in zip(xs, scal):
                 if s == "S":
@@ -181,7 +195,7 @@ class CpuBackend(Backend):
                 else:
                     contiguous = False
         else:
-            scal = "S" * len(xs)
+            scal = e.scalars
         donors = self.assign_donors(ir, inputs, out_shape, donatable) if donatable else None
         outs = []
         for j, npd in enumerate(e.out_np):
@@ -200,16 +214,50 @@ class CpuBackend(Backend):
             f = o.reshape(-1, order=order)
             oflat.append(f.view(_U16) if h else f)
         if contiguous:
-            prog = self.program(ir, CpuVariant("contiguous", 0, scal))
+            fn = e.fns.get(("contiguous", 0, scal)) or self._fn(ir, e, "contiguous", 0, scal)
             args = []
             for x, h in zip(xs, e.half_in):
                 f = x.reshape(-1, order=order)
                 args.append(f.view(_U16) if h else f)
-            POOL.run(prog.fn, size, tuple(args) + tuple(oflat))
+            POOL.run(fn, size, tuple(args) + tuple(oflat))
             return outs
         shape, bufs, st, off = _strided_layout(xs, scal, out_shape, e.half_in)
-        prog = self.program(ir, CpuVariant("strided", len(shape), scal))
-        POOL.run(prog.fn, size, (shape, st, off) + tuple(bufs) + tuple(oflat))
+        nd = len(shape)
+        fn = e.fns.get(("strided", nd, scal)) or self._fn(ir, e, "strided", nd, scal)
+        POOL.run(fn, size, (shape, st, off) + tuple(bufs) + tuple(oflat))
+        return outs
+
+    def _run_one(self, ir, e, inputs, out_shape, donatable) -> list:
+        """A single-element launch, the lean path of tiny calls: every input is one element,
+        so the kernel is the contiguous all-scalars variant, any buffer is contiguous and only
+        needs to be 1-D, and outputs are small (`memory.empty` would return a plain
+        `np.empty`)."""
+        scal = e.scalars
+        fn = e.fns.get(("contiguous", 0, scal)) or self._fn(ir, e, "contiguous", 0, scal)
+        args = []
+        for k in e.run:
+            x = inputs[k]
+            args.append(x if x.ndim == 1 else x.reshape(1))
+        donors = self.assign_donors(ir, inputs, out_shape, donatable) if donatable else None
+        outs = []
+        one = len(out_shape) == 1
+        for j, npd in enumerate(e.out_np):
+            d = donors[j] if donors else None
+            if d is not None:
+                o = inputs[d]
+                args.append(o if o.ndim == 1 else o.reshape(1))
+                outs.append(o)
+                continue
+            o = np.empty(1, npd)
+            args.append(o)
+            outs.append(o if one else o.reshape(out_shape))
+        if e.any_half:
+            hs = e.half_in + e.half_out
+            args = [a.view(_U16) if h else a for a, h in zip(args, hs)]
+        if _THRESHOLD[0] > 1:  # POOL.run's test: a one-element launch stays on this thread
+            fn(0, 1, *args)
+        else:  # pragma: no cover - a test forcing every launch through the pool
+            POOL.run(fn, 1, tuple(args))
         return outs
 
 

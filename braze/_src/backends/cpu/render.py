@@ -12,12 +12,14 @@ A kernel module looks like this (`x * 2 + 1` on float32, contiguous variant)::
             t1 = np.float32(t0 + c2)  # t1: float32 = Add(t0, c2)
             out0[i] = t1  # out0 <- t1
 
-Every launch covers the index range [start, stop) of the flattened output, so the thread pool
-can split it. Arguments, in order: start, stop, then for the strided variant `shape` (int64
-[ndim]), `strides` (int64 [n_strided, ndim], element strides, 0 for broadcast dimensions,
-negative allowed) and `offsets` (int64 [n_strided], the element offset of each input's first
-element inside its buffer argument), then one 1-D buffer per run-time input (baked constants
-are literals, not arguments), then one 1-D buffer per output.
+Ops that depend only on constants and scalar inputs are computed once before the loop (an all-
+scalar kernel is a fill loop). Every launch covers the index range [start, stop) of the
+flattened output, so the thread pool can split it. Arguments, in order: start, stop, then for
+the strided variant `shape` (int64 [ndim]), `strides` (int64 [n_strided, ndim], element
+strides, 0 for broadcast dimensions, negative allowed) and `offsets` (int64 [n_strided], the
+element offset of each input's first element inside its buffer argument), then one 1-D buffer
+per run-time input (baked constants are literals, not arguments), then one 1-D buffer per
+output.
 
 Variants (`CpuVariant`): `contiguous` (every non-scalar input has the output's shape and the
 same dense layout: one flat loop) or `strided` with `ndim` collapsed dimensions (one kernel
@@ -257,6 +259,8 @@ def op_expr(ctx: _Ctx, prim, args: list, arg_dts: list, out) -> str:
                 "ArcTan", "Sinh", "Cosh", "Tanh", "Erf", "ErfInv", "Sigmoid"):
         if ka != "f":
             raise Unsupported(f"{name} on {arg_dts[0].name}")
+        if name == "ErfInv" and not f64:  # MLX's float algorithm, bit for bit (random.normal)
+            return f"{ctx.rt('erfinv_mlx_f32')}(np.float32({a}))"
         return f"{_mathfn(ctx, prim, out)}({a})"
     # -- binary -------------------------------------------------------------------------------
     if name == "Add":
@@ -384,6 +388,11 @@ def render(ir, variant: CpuVariant, fn_name: str = "kernel", cache: bool = False
             names[k] = f"c{k}"
             consts.append(f"c{k} = {literal(inp)}  # c{k}: {inp.dtype.name} = {inp.literal()}")
     pre = consts + pre
+    # Ops whose arguments are all loop-invariant (constants, scalar inputs, such ops) are
+    # computed once before the loop. Besides saving work, this keeps LLVM's optimiser from
+    # hoisting them itself: on some all-scalar bodies (float16 rounding around exp) it never
+    # finishes.
+    invariant = {k for k in range(n) if ir.inputs[k].const or names[k].startswith("s")}
     body = []
     for i, op in enumerate(ir.ops):
         r = n + i
@@ -394,7 +403,12 @@ def render(ir, variant: CpuVariant, fn_name: str = "kernel", cache: bool = False
         if op.dtype.name in HALF and pname not in _EXACT and pname != "AsType":
             expr = f"{ctx.rt(_ROUND[op.dtype.name])}({expr})"
         names[r] = f"t{i}"
-        body.append(f"t{i} = {expr}  # {_describe(ir, i, op)}")
+        line = f"t{i} = {expr}  # {_describe(ir, i, op)}"
+        if all(a in invariant for a in op.args):
+            invariant.add(r)
+            pre.append(line)
+        else:
+            body.append(line)
     sig_out = []
     stores = []
     for j, ref in enumerate(ir.outputs):
@@ -406,6 +420,9 @@ def render(ir, variant: CpuVariant, fn_name: str = "kernel", cache: bool = False
         if ref < n and _kind(ir.inputs[ref].dtype) == "c":
             raise Unsupported("complex output")
         val = f"{ctx.rt(st)}({val})" if st else val
+        if ref in invariant and st:  # convert a loop-invariant result once
+            pre.append(f"r{j} = {val}  # out{j}: stored bits")
+            val = f"r{j}"
         target = f"out{j}" if not strided else f"row{j}"
         stores.append(f"{target}[{'i' if not strided else 'j'}] = {val}"
                       f"  # out{j} <- {ir.ref_name(ref)}")

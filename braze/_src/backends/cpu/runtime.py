@@ -57,6 +57,7 @@ __all__ = [
     "max_f", "min_f", "logaddexp_f32", "logaddexp_f64", "ipow", "upow",
     "rint_f32", "rint_f64", "nan_equal", "wadd", "wsub", "wmul",
     "asinh_f32", "acosh_f32", "atanh_f32", "asinh_f64", "acosh_f64", "atanh_f64",
+    "erfinv_mlx_f32",
 ]
 
 
@@ -370,6 +371,45 @@ def acosh_f64(x):
 @_jit
 def atanh_f64(x):
     return math.atanh(x)
+
+
+# -- erfinv in single and half precision: MLX's algorithm, as the reference backend ----------
+@_jit
+def _fma32(a, b, c):
+    """A float32 fma emulated as erf_numpy._fma32 does (exact product, rounded sum)."""
+    return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+
+
+@_jit
+def erfinv_mlx_f32(a):
+    """erfinv exactly as the reference backend computes float32/float16/bfloat16 erfinv
+    (braze/_src/prims/erf_numpy.py `erfinv32`, MLX's float algorithm, the C library's logf):
+    compiled and eager mx.random.normal give the same samples bit for bit. It calls logf, so a
+    kernel with erfinv does not vectorize (mathlib's `erfinv_f32` would, but differs by an ulp
+    or two from MLX)."""
+    t = math.log(_fma32(a, -a, np.float32(1.0)))
+    if abs(t) > np.float32(6.125):
+        p = np.float32(3.03697567e-10)
+        p = _fma32(p, t, np.float32(2.93243101e-8))
+        p = _fma32(p, t, np.float32(1.22150334e-6))
+        p = _fma32(p, t, np.float32(2.84108955e-5))
+        p = _fma32(p, t, np.float32(3.93552968e-4))
+        p = _fma32(p, t, np.float32(3.02698812e-3))
+        p = _fma32(p, t, np.float32(4.83185798e-3))
+        p = _fma32(p, t, np.float32(-2.64646143e-1))
+        p = _fma32(p, t, np.float32(8.40016484e-1))
+    else:
+        p = np.float32(5.43877832e-9)
+        p = _fma32(p, t, np.float32(1.43285448e-7))
+        p = _fma32(p, t, np.float32(1.22774793e-6))
+        p = _fma32(p, t, np.float32(1.12963626e-7))
+        p = _fma32(p, t, np.float32(-5.61530760e-5))
+        p = _fma32(p, t, np.float32(-1.47697632e-4))
+        p = _fma32(p, t, np.float32(2.31468678e-3))
+        p = _fma32(p, t, np.float32(1.15392581e-2))
+        p = _fma32(p, t, np.float32(-2.32015476e-1))
+        p = _fma32(p, t, np.float32(8.86226892e-1))
+    return np.float32(a * p)
 
 
 # -- the math library, for kernels -------------------------------------------------------------
