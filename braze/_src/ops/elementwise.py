@@ -334,31 +334,7 @@ def _binary(prim, name, doc):
         if (type(a) is not array or type(b) is not array or a._dtype is not b._dtype
                 or a._shape != b._shape or CompileTraces.dynamic):
             a, b = binary_operands(a, b, name)
-        if TraceState.depth:
-            return bind(prim, (a, b))
-        if kind == "same":
-            shape, dtype = a._shape, a._dtype
-        elif kind:
-            shape, dtype = a._shape, _BOOL
-        else:
-            avals = abstract(a, b)
-            if len(avals) != 1:  # pragma: no cover - the binary family has one output
-                return bind(prim, (a, b))
-            shape, dtype = avals[0]
-        out = _new(array)
-        out._shape = shape
-        out._dtype = dtype
-        out._data = None
-        out._prim = prim
-        out._inputs = (a, b)
-        out._siblings = None
-        out._idx = 0
-        out._mem = 0
-        out._tracer = False
-        out._nc = 0
-        a._nc += 1
-        b._nc += 1
-        return out
+        return _emit2(prim, a, b, kind, abstract)
     return _named(op, name, doc)
 
 
