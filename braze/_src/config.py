@@ -19,7 +19,7 @@ import os
 import warnings
 from dataclasses import dataclass
 
-COMPILE_MODES = ("", "no_simplify", "no_fuse")
+COMPILE_MODES = ("", "no_simplify", "no_fuse", "no_reduce_fusion")
 BACKENDS = ("cpu", "numpy", "cuda")
 
 
@@ -34,7 +34,8 @@ class Config:
     dump_dir: str | None = None
     #: mx.compile returns the function unchanged (BRAZE_DISABLE_COMPILE or MLX_DISABLE_COMPILE)
     disable_compile: bool = False
-    #: "" (all passes), "no_simplify" or "no_fuse"
+    #: "" (all passes), "no_simplify", "no_fuse" or "no_reduce_fusion" (elementwise fusion
+    #: only: reductions are not fused with their producers and consumers)
     compile_mode: str = ""
     #: backend that runs compiled kernels: "cpu" (Numba), "numpy" (reference) or "cuda"
     backend: str = "cpu"

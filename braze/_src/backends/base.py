@@ -84,15 +84,20 @@ class Backend:
         f = buf.flags
         return buf.base is None and f.writeable and (f.c_contiguous or f.f_contiguous)
 
-    def assign_donors(self, ir, inputs, out_shape, donatable) -> list:
+    def assign_donors(self, ir, inputs, out_shape, donatable, allowed=None) -> list:
         """For each IR output, the index of the input whose buffer it is written into, or
-        None (MLX's order: inputs in order, one output cursor)."""
+        None (MLX's order: inputs in order, one output cursor). `allowed[j]` False: output j
+        takes no donor (per-row outputs never do)."""
         donors = [None] * len(ir.outputs)
         if not donatable or not any(donatable) or not out_shape:
             return donors
         out_dtypes = ir.output_dtypes
         j = 0
+        if allowed is None and ir.reduce_ndim:
+            allowed = tuple(not r for r in ir.row_outputs)
         for k, x in enumerate(inputs):
+            while allowed is not None and j < len(allowed) and not allowed[j]:
+                j += 1
             if j == len(donors):
                 break
             if not donatable[k] or ir.inputs[k].const:

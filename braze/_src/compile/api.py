@@ -273,6 +273,21 @@ def _prim_counts(tape) -> collections.Counter:
     return c
 
 
+def _row_kernel_counts(tape) -> tuple:
+    """(fused kernels containing a reduction, reductions inside them)."""
+    kernels = reductions = 0
+    seen = set()
+    for a in tape.nodes:
+        ir = getattr(a._prim, "ir", None)
+        if ir is None or not ir.reduce_ndim or id(a._prim) in seen:
+            continue
+        seen.add(id(a._prim))
+        kernels += 1
+        reductions += sum(1 for op in ir.ops if op.row and type(op.prim).__name__
+                          in ("Reduce", "ArgReduce"))
+    return kernels, reductions
+
+
 def _get_fuse():
     try:
         from .fuse import fuse
@@ -493,26 +508,35 @@ class CompiledFunction:
         simplified = _prim_counts(tape)
         fuse = _get_fuse() if mode != "no_fuse" else None
         if fuse is not None:
+            if mode != "no_reduce_fusion":
+                from .fuse_rows import fuse_rows
+                tape = fuse_rows(tape)
+                diag.show_tape(name, n, "after fuse_rows", tape, 3)
             tape = fuse(tape)
             diag.show_tape(name, n, "after fuse", tape, 3)
         after = _prim_counts(tape)
+        rows = _row_kernel_counts(tape)
         if sites:
             live = {id(a) for a in tape.nodes}
             sites = {k: v for k, v in sites.items() if k in live} or None
         counts = {"traced": before, "before_fusion": simplified, "after_fusion": after,
+                  "row_kernels": rows[0], "fused_reductions": rows[1],
                   "seconds": time.perf_counter() - t0}
         return Entry(sig, tape, len(fun_outs), out_def, template, sites, counts)
 
     # -- diagnostics ------------------------------------------------------------------------
     def stats(self) -> dict:
         """hits, misses by reason, traces, and for the traces cached in this thread: the number
-        of fused kernels and of primitives before and after fusion."""
+        of fused kernels (`row_kernels` of them with reductions, holding `fused_reductions`
+        reductions) and of primitives before and after fusion."""
         entries = _thread_cache().map.get(self._fid, {})
         before, after = collections.Counter(), collections.Counter()
-        kernels = 0
+        kernels = row_kernels = fused_reductions = 0
         for e in entries.values():
             before.update(e.counts["before_fusion"])
             after.update(e.counts["after_fusion"])
+            row_kernels += e.counts["row_kernels"]
+            fused_reductions += e.counts["fused_reductions"]
             kernels += sum(v for k, v in e.counts["after_fusion"].items()
                            if k.startswith("Compiled"))
         return {
@@ -521,6 +545,8 @@ class CompiledFunction:
             "traces": self._traces,
             "cached_entries": len(entries),
             "fused_kernels": kernels,
+            "row_kernels": row_kernels,
+            "fused_reductions": fused_reductions,
             "primitives_before_fusion": sum(before.values()),
             "primitives_after_fusion": sum(after.values()),
             "primitive_counts_before_fusion": dict(before),

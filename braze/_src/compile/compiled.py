@@ -1,10 +1,10 @@
-"""The `Compiled` primitive: one fused elementwise region (a `KernelIR`) as a graph node.
+"""The `Compiled` primitive: one fused region (a `KernelIR`) as a graph node.
 
 - `name` is MLX's: "Compiled" + the primitive names of the region in tape order
   (`CompiledBroadcastMultiplyAdd`), so `export_to_dot` output reads like MLX's.
 - `abstract_eval`: every output has the region's common shape (the broadcast of the input
-  shapes, see `KernelIR.output_shape`), dtypes come from the IR; this is what shapeless replay
-  calls.
+  shapes, see `KernelIR.output_shape`), or for a per-row output of a row region that shape with
+  the reduced axes set to 1; dtypes come from the IR; this is what shapeless replay calls.
 - Evaluation is delegated to the active backend (`BRAZE_BACKEND`, resolved by name at run time:
   the backends layer sits above this one). `eval_node(node)` additionally decides which inputs
   may be donated: an input is donatable when nothing but this node references the array object
@@ -98,7 +98,7 @@ class Compiled(Primitive):
 
     def abstract_eval(self, *inputs) -> list:
         shape = self.output_shape([x.shape for x in inputs])
-        return [(shape, dt) for dt in self.ir.output_dtypes]
+        return list(zip(self.ir.output_shapes(shape), self.ir.output_dtypes))
 
     # -- evaluation ----------------------------------------------------------------------------
     def eval_cpu(self, *xs) -> list:
@@ -113,7 +113,10 @@ class Compiled(Primitive):
         if ins and not (node._tracer and TraceState.depth):
             donatable = self._donatable(node, ins)
         xs = [x._data for x in ins]
-        outs = backend().run_compiled(self.ir, xs, node._shape, donatable)
+        # a row region's outputs may be per-row: the backend wants the region's full shape
+        shape = (node._shape if not self.ir.reduce_ndim
+                 else self.output_shape([x._shape for x in ins]))
+        outs = backend().run_compiled(self.ir, xs, shape, donatable)
         if donatable:
             _move_byte_counts(ins, xs, outs)
         return outs
@@ -206,9 +209,9 @@ class Compiled(Primitive):
                 continue
             args = [vals[a] for a in op.args]
             tans[r] = op.prim.jvp(args, [tans[op.args[j]] for j in nums], nums)[0]
-        shape = self.output_shape([x.shape for x in primals])
-        return [self._fit(tans[o], shape) if o in tans
-                else ops.zeros_like(self._fit(vals[o], shape)) for o in ir.outputs]
+        shapes = ir.output_shapes(self.output_shape([x.shape for x in primals]))
+        return [self._fit(tans[o], s) if o in tans
+                else ops.zeros_like(self._fit(vals[o], s)) for o, s in zip(ir.outputs, shapes)]
 
     def vmap(self, inputs, axes):
         ir = self.ir

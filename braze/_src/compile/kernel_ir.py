@@ -87,20 +87,30 @@ def _float_literal(v: float) -> str:
 
 @dataclass(frozen=True)
 class IROp:
-    """`prim` applied to the values `args` (refs), giving one value of dtype `dtype`."""
+    """`prim` applied to the values `args` (refs), giving one value of dtype `dtype`.
+
+    In a row region (`KernelIR.reduce_ndim > 0`), `row` marks a value with one element per row
+    (a reduction's result, or elementwise ops on such values); the others are full-shape."""
 
     prim: object
     args: tuple
     dtype: D.Dtype
+    row: bool = False
 
 
 @dataclass(frozen=True)
 class KernelIR:
-    """A fused elementwise region: inputs, ops in topological order, output refs."""
+    """A fused region: inputs, ops in topological order, output refs.
+
+    `reduce_ndim == 0`: an elementwise region. `reduce_ndim == k > 0`: a *row region*, whose
+    reductions (`Reduce`/`ArgReduce` ops) all reduce the last k axes of the region's full
+    shape; its ops are full-shape or row values (`IROp.row`), and a row output has the full
+    shape with the last k dimensions set to 1 (docs/kernels.md, "Row kernels")."""
 
     inputs: tuple
     ops: tuple
     outputs: tuple
+    reduce_ndim: int = 0
     _key: list = field(default_factory=list, compare=False, repr=False, hash=False)
 
     # -- structure -----------------------------------------------------------------------------
@@ -111,6 +121,28 @@ class KernelIR:
     def dtype_of(self, ref: int) -> D.Dtype:
         n = len(self.inputs)
         return self.inputs[ref].dtype if ref < n else self.ops[ref - n].dtype
+
+    def is_row(self, ref: int) -> bool:
+        """Whether value `ref` has one element per row (inputs never do: they are read with
+        their own broadcast strides)."""
+        n = len(self.inputs)
+        return ref >= n and self.ops[ref - n].row
+
+    @property
+    def row_outputs(self) -> tuple:
+        return tuple(self.is_row(r) for r in self.outputs)
+
+    def row_shape(self, shape: tuple) -> tuple:
+        """The shape of a row value in a region of full shape `shape`."""
+        k = self.reduce_ndim
+        return tuple(shape[:len(shape) - k]) + (1,) * k
+
+    def output_shapes(self, shape: tuple) -> tuple:
+        """Each output's shape in a region of full shape `shape`."""
+        if not self.reduce_ndim:
+            return (shape,) * len(self.outputs)
+        row = self.row_shape(shape)
+        return tuple(row if r else shape for r in self.row_outputs)
 
     @property
     def output_dtypes(self) -> tuple:
@@ -134,7 +166,7 @@ class KernelIR:
         return last
 
     def output_shape(self, input_shapes) -> tuple:
-        """The common output shape: the broadcast of the input shapes (MLX's rule).
+        """The region's (full) shape: the broadcast of the input shapes (MLX's rule).
 
         A `Broadcast` inside the region (the only way a region can be larger than its inputs,
         e.g. `exp(broadcast_to(x, s))`) contributes its target when it is compatible; a target
@@ -166,9 +198,11 @@ class KernelIR:
             else:
                 lines.append(f"in{i}:{inp.dtype.name}")
         for i, op in enumerate(self.ops):
-            lines.append(f"t{i}:{op.dtype.name}={_op_identity(op.prim)}"
-                         f"({','.join(map(str, op.args))})")
+            lines.append(f"t{i}:{op.dtype.name}{'/row' if op.row else ''}="
+                         f"{_op_identity(op.prim)}({','.join(map(str, op.args))})")
         lines.append("out:" + ",".join(map(str, self.outputs)))
+        if self.reduce_ndim:
+            lines.append(f"reduce_ndim:{self.reduce_ndim}")
         return "\n".join(lines)
 
     @property
@@ -194,9 +228,12 @@ class KernelIR:
                 lines.append(f"  in{i}: {inp.dtype.name}")
         for i, op in enumerate(self.ops):
             args = ", ".join(self.ref_name(r) for r in op.args)
-            lines.append(f"  t{i}: {op.dtype.name} = {op.prim!r}({args})")
+            row = " (per row)" if op.row else ""
+            lines.append(f"  t{i}: {op.dtype.name}{row} = {op.prim!r}({args})")
         lines.append("  return " + ", ".join(self.ref_name(r) for r in self.outputs))
         lines.append("  shape: broadcast of the input shapes")
+        if self.reduce_ndim:
+            lines.append(f"  rows: reductions over the last {self.reduce_ndim} axes")
         return "\n".join(lines)
 
 

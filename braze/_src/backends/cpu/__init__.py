@@ -29,6 +29,7 @@ from ..base import Backend, Program
 from . import mathlib  # noqa: F401
 from .render import HALF, CpuVariant, Unsupported
 from .render import render as render_kernel
+from .render_rows import STASH_MAX, RowVariant, donor_outputs, render_row_kernel, row_read_inputs
 from .threads import POOL
 from .threads import _threshold as _THRESHOLD
 
@@ -65,7 +66,7 @@ class CpuProgram(Program):
 
 class _Entry:
     __slots__ = ("ir", "run", "fallback", "programs", "fns", "half_in", "half_out", "out_np",
-                 "any_half", "scalars")
+                 "any_half", "scalars", "row_read", "row_donors")
 
     def __init__(self, ir):
         self.ir = ir
@@ -79,6 +80,17 @@ class _Entry:
         self.half_out = tuple(d.name in HALF for d in ir.output_dtypes)
         self.out_np = tuple(d.np_dtype for d in ir.output_dtypes)
         self.any_half = any(self.half_in) or any(self.half_out)
+        # row regions: positions (in `run`) of the inputs per-row ops read
+        rr = row_read_inputs(ir) if ir.reduce_ndim else ()
+        self.row_read = tuple(pos for pos, k in enumerate(self.run) if k in rr)
+        self.row_donors = None
+
+    def default_variant(self):
+        """The variant rendered up front to find unsupported regions."""
+        if self.ir.reduce_ndim:
+            return RowVariant(letters="".join("R" if p in self.row_read else "V"
+                                              for p in range(len(self.run))))
+        return CpuVariant("contiguous", 0, "V" * len(self.run))
 
 
 class CpuBackend(Backend):
@@ -105,7 +117,7 @@ class CpuBackend(Backend):
             e = _Entry(ir)
             if not e.fallback:
                 try:  # render once up front: an unsupported region runs on numpy
-                    render_kernel(ir, CpuVariant("contiguous", 0, "V" * len(e.run)))
+                    _render(ir, e.default_variant())
                 except Unsupported as exc:
                     e.fallback = True
                     if config.get().debug >= 1:
@@ -133,7 +145,7 @@ class CpuBackend(Backend):
         t0 = time.perf_counter()
         name = f"{ir.name}{variant.suffix}"
         disk = self.compiler.directory() is not None
-        source = render_kernel(ir, variant, cache=disk)
+        source = _render(ir, variant, cache=disk)
         fn, how = self.compiler.compile(source, name)
         dt = time.perf_counter() - t0
         if cfg.debug >= 1 or cfg.dump_dir:
@@ -167,6 +179,8 @@ class CpuBackend(Backend):
             return self._reference().run_compiled(ir, inputs, out_shape, donatable)
         if out_shape is None:
             out_shape = ir.output_shape([x.shape for x in inputs])
+        if ir.reduce_ndim:
+            return self._run_rows(ir, e, inputs, out_shape, donatable)
         size = 1
         for s in out_shape:
             size *= s
@@ -227,6 +241,46 @@ class CpuBackend(Backend):
         POOL.run(fn, size, (shape, st, off) + tuple(bufs) + tuple(oflat))
         return outs
 
+    def _run_rows(self, ir, e, inputs, shape, donatable) -> list:
+        """A row region over `shape`: R rows of C elements, split by rows across threads."""
+        k = ir.reduce_ndim
+        nrow = 1
+        for s in shape[:len(shape) - k]:
+            nrow *= s
+        ncol = 1
+        for s in shape[len(shape) - k:]:
+            ncol *= s
+        xs = [inputs[j] for j in e.run]
+        lay = _row_layout(xs, shape, k) if nrow and ncol else None
+        if lay is None or any(lay[0][p] in "VG" for p in e.row_read):
+            # empty rows (max of nothing raises, as eager) or a shapeless call whose per-row
+            # inputs are no longer per row: the reference backend follows the primitives
+            return self._reference().run_compiled(ir, inputs, shape, donatable)
+        letters, bufs, rshape, rst, cst, offs = lay
+        donors = None
+        if donatable:
+            if e.row_donors is None:
+                e.row_donors = donor_outputs(ir)
+            donors = self.assign_donors(ir, inputs, shape, donatable, e.row_donors)
+        outs, flat = [], []
+        for j, (npd, oshape) in enumerate(zip(e.out_np, ir.output_shapes(shape))):
+            d = donors[j] if donors else None
+            buf = inputs[d] if d is not None and inputs[d].flags.c_contiguous else None
+            if buf is None:
+                buf = M.empty(oshape, npd)
+            outs.append(buf)
+            f = buf.reshape(-1)
+            flat.append(f.view(_U16) if e.half_out[j] else f)
+        bufs = [b.view(_U16) if h else b for b, h in zip(bufs, e.half_in)]
+        stash = ncol <= STASH_MAX
+        key = ("rows", letters, stash)
+        fn = e.fns.get(key)
+        if fn is None:
+            fn = e.fns[key] = self.program(ir, RowVariant(letters=letters, stash=stash)).fn
+        POOL.run(fn, nrow, (ncol, rshape, rst, cst, offs) + tuple(bufs) + tuple(flat),
+                 unit=ncol)
+        return outs
+
     def _run_one(self, ir, e, inputs, out_shape, donatable) -> list:
         """A single-element launch, the lean path of tiny calls: every input is one element,
         so the kernel is the contiguous all-scalars variant, any buffer is contiguous and only
@@ -259,6 +313,74 @@ class CpuBackend(Backend):
         else:  # pragma: no cover - a test forcing every launch through the pool
             POOL.run(fn, 1, tuple(args))
         return outs
+
+
+def _render(ir, variant, cache=False) -> str:
+    if isinstance(variant, RowVariant):
+        return render_row_kernel(ir, variant, cache=cache)
+    return render_kernel(ir, variant, cache=cache)
+
+
+def _row_layout(xs, shape, k):
+    """For a row kernel over `shape` (last k axes = the row): (letters, 1-D buffers, row
+    shape, row strides, column strides, offsets) of the run-time inputs `xs`."""
+    n = len(shape)
+    lead = n - k
+    letters, vs, bufs = [], [], []
+    for x in xs:
+        if x.size == 1:
+            letters.append("S")
+            bufs.append(x.reshape(-1))
+            continue
+        st = _broadcast_strides(x, shape)
+        cs = None if st is None else _column_stride(st[lead:], shape[lead:])
+        if cs is None:  # the row is not one stride apart (a transposed input): copy it
+            pad = (1,) * (n - x.ndim) + tuple(x.shape)
+            x = np.ascontiguousarray(np.broadcast_to(x, pad[:lead] + tuple(shape[lead:])))
+            st = _broadcast_strides(x, shape)
+            cs = _column_stride(st[lead:], shape[lead:])
+        letters.append("R" if cs == 0 else "V" if cs == 1 else "G")
+        vs.append((st[:lead], cs))
+        buf, off = _span(x)
+        bufs.append((buf, off))
+    # row dims: drop size-1 ones, merge neighbours every input allows
+    dims = [d for d in range(lead) if shape[d] != 1]
+    rs = [shape[d] for d in dims]
+    rst = [[st[d] for d in dims] for st, _ in vs]
+    if not rs:
+        rs, rst = [1], [[0] for _ in vs]
+    cs_, cst_ = [rs[0]], [[s[0]] for s in rst]
+    for d in range(1, len(rs)):
+        m = rs[d]
+        if all(c[-1] == s[d] * m for c, s in zip(cst_, rst)):
+            cs_[-1] *= m
+            for c, s in zip(cst_, rst):
+                c[-1] = s[d]
+        else:
+            cs_.append(m)
+            for c, s in zip(cst_, rst):
+                c.append(s[d])
+    offs = [b[1] for b in bufs if isinstance(b, tuple)]
+    flat = [b[0] if isinstance(b, tuple) else b for b in bufs]
+    return ("".join(letters), flat, np.array(cs_, dtype=np.int64),
+            np.array(cst_, dtype=np.int64).reshape(len(vs), len(cs_)),
+            np.array([c for _, c in vs], dtype=np.int64), np.array(offs, dtype=np.int64))
+
+
+def _column_stride(st, shape):
+    """The single element stride along a row whose dims have strides `st`, or None."""
+    cs = None
+    inner = 1
+    for d in range(len(shape) - 1, -1, -1):
+        if shape[d] != 1:
+            if cs is None:
+                cs = st[d] // inner if inner else 0
+                if cs * inner != st[d]:
+                    return None
+            elif st[d] != cs * inner:
+                return None
+        inner *= shape[d]
+    return 0 if cs is None else cs
 
 
 def _broadcast_strides(x, out_shape):

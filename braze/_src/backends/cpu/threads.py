@@ -101,22 +101,25 @@ class Pool:
         while len(self._workers) < n:
             self._workers.append(_Worker(len(self._workers)))
 
-    def run(self, fn, n: int, args: tuple) -> int:
+    def run(self, fn, n: int, args: tuple, unit: int = 1) -> int:
         """fn(start, stop, *args) over [0, n): split across threads when n is large enough.
+        `unit` is the number of elements one index stands for (a row kernel's row length).
         Returns the number of threads used."""
-        if n < _threshold[0]:  # small launches never pay for a thread (checked first: hot path)
+        if n * unit < _threshold[0]:  # small launches never pay for a thread (hot path)
             fn(0, n, *args)
             return 1
         nt = num_threads()
-        if nt <= 1 or not self._busy.acquire(blocking=False):
+        if nt <= 1 or n < 2 or not self._busy.acquire(blocking=False):
             fn(0, n, *args)
             return 1
         try:
-            nt = min(nt, max(1, n // max(1, _threshold[0] // 2)))
+            nt = min(nt, n, max(1, n * unit // max(1, _threshold[0] // 2)))
             self._ensure(nt - 1)
-            # chunk boundaries on multiples of 64 elements (whole cache lines for every dtype)
+            # element chunks start on multiples of 64 elements (whole cache lines for every
+            # dtype); rows are split evenly
             step = -(-n // nt)
-            step = -(-step // 64) * 64
+            if unit == 1:
+                step = -(-step // 64) * 64
             bounds = [min(n, i * step) for i in range(nt + 1)]
             used = []
             for w, i in zip(self._workers, range(1, nt)):

@@ -6,6 +6,8 @@ primitive's `eval_cpu`, exactly the semantics of the unfused graph.
   identity (the kernel realises broadcasting, as MLX's kernels do with strides). Outputs are
   broadcast to the output shape at the end and are always fresh (or donated) buffers.
 - Baked constants are read from the IR (their exact bytes), never from the input buffers.
+- A row region (`reduce_ndim > 0`) runs the same way: a reduction's argument is broadcast to
+  the region's full shape first, and per-row outputs keep the row shape.
 - Donation: an output produced by a plain NumPy ufunc is computed straight into a donated input
   buffer with `out=` when that input is read by no later op.
 """
@@ -53,15 +55,19 @@ def _native_broadcast(prim) -> bool:
 class _Plan:
     """What `_run` needs of an IR, computed once per IR."""
 
-    __slots__ = ("n", "consts", "steps", "outputs", "out_dtypes", "last")
+    __slots__ = ("n", "consts", "steps", "outputs", "out_dtypes", "last", "row_outputs")
 
     def __init__(self, ir):
         self.n = len(ir.inputs)
         self.consts = [(k, spec.array()) for k, spec in enumerate(ir.inputs) if spec.const]
-        # (prim, arg refs, 0: identity / 1: NumPy broadcasts natively / 2: broadcast first)
+        # (prim, arg refs, 0: identity / 1: NumPy broadcasts natively / 2: broadcast first /
+        #  3: a row region's reduction: its argument broadcast to the full shape)
         self.steps = [(op.prim, tuple(op.args),
-                       0 if _is_identity(op.prim) else 1 if _native_broadcast(op.prim) else 2)
+                       0 if _is_identity(op.prim) else 3 if ir.reduce_ndim and op.row
+                       and type(op.prim).__name__ in ("Reduce", "ArgReduce")
+                       else 1 if _native_broadcast(op.prim) else 2)
                       for op in ir.ops]
+        self.row_outputs = ir.row_outputs
         self.outputs = tuple(ir.outputs)
         self.out_dtypes = tuple(ir.dtype_of(r).np_dtype for r in ir.outputs)
         self.last = ir.last_uses()
@@ -110,6 +116,11 @@ class NumpyBackend(Backend):
                 vals.append(vals[refs[0]])
                 continue
             args = [vals[a] for a in refs]
+            if how == 3:
+                if args[0].shape != out_shape:
+                    args = [np.broadcast_to(args[0], out_shape)]
+                vals.append(prim.eval_cpu(*args)[0])
+                continue
             if how == 2 and len(args) > 1:
                 s0 = args[0].shape
                 for a in args:
@@ -128,7 +139,8 @@ class NumpyBackend(Backend):
             vals.append(prim.eval_cpu(*args)[0])
         outs = []
         seen = set()
-        for ref, npd in zip(plan.outputs, plan.out_dtypes):
+        shapes = ir.output_shapes(out_shape)
+        for ref, npd, shape in zip(plan.outputs, plan.out_dtypes, shapes):
             v = vals[ref]
             if donated and id(v) in donated and id(v) not in seen:
                 seen.add(id(v))
@@ -138,9 +150,9 @@ class NumpyBackend(Backend):
                 v = np.asarray(v)
             if v.dtype != npd:
                 v = v.astype(npd)
-            if (v.shape != out_shape or v.base is not None or id(v) in seen
+            if (v.shape != shape or v.base is not None or id(v) in seen
                     or any(v is x for x in inputs) or any(v is x for x in vals[:n])):
-                v = np.array(np.broadcast_to(v, out_shape), dtype=npd)
+                v = np.array(np.broadcast_to(v, shape), dtype=npd)
             seen.add(id(v))
             outs.append(v)
         return outs

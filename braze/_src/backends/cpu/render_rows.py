@@ -1,0 +1,496 @@
+"""The `cpu` renderer for row regions (`KernelIR.reduce_ndim > 0`): one Numba loop per row.
+
+The region's full shape is seen as R rows of C elements (the reduced trailing axes are the
+columns). A kernel launch covers rows [start, stop), so the thread pool splits rows. Per row:
+
+1. the row's offset in every input (the row index unravelled over the collapsed row dims);
+2. *passes* over the row, chunk by chunk (`CHUNK` elements): a pass computes, for each
+   element, the full values it needs, writes each reduction's operand into a scratch buffer
+   (a loop that vectorizes), then reduces the buffer with `rowlib` and folds the chunk's
+   result into an accumulator (float sums in float64); pass p finishes the reductions that
+   depend on p earlier ones and writes the full outputs that need p of them;
+3. between passes, the per-row values (reduction results and elementwise ops on them);
+4. the per-row outputs.
+
+A row of 4096 float32 is 16 KiB, so the later passes read it from cache: each input comes
+from memory once. Full values a later pass needs are recomputed, which costs arithmetic, not
+memory traffic; in the `stash` variant (rows of at most `STASH_MAX` elements) values computed
+by a transcendental function are stored in a row buffer instead and read back (softmax
+computes each exp once).
+
+Inputs are, per variant letter: `S` a single element (loaded once), `R` one value per row
+(column stride 0), `V` contiguous along the row (column stride 1: plain indexed loads that
+vectorize) and `G` any other column stride. Arguments: start, stop, C, rshape (int64[nr]),
+rstrides (int64[n_vec, nr]), cstrides (int64[n_vec]), offsets (int64[n_vec]) for the
+non-scalar inputs, then one 1-D buffer per run-time input, then one per output (full outputs
+R*C elements, row-major; row outputs R elements). Dtypes follow render.py (half precision as
+float32 rounded after every op; a half reduction accumulates in float32 and rounds once).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..base import Variant
+from .render import (
+    _CT,
+    _EXACT,
+    _LOAD,
+    _ROUND,
+    _STORE,
+    HALF,
+    STORAGE,
+    Unsupported,
+    _cast,
+    _Ctx,
+    _describe,
+    _kind,
+    literal,
+    op_expr,
+)
+
+CHUNK = 1024
+_RED = ("Reduce", "ArgReduce")
+
+
+#: costly full values a later pass needs are kept in a row buffer instead of recomputed
+#: when rows have at most this many elements (the buffer then stays in cache)
+STASH_MAX = 1 << 16
+COSTLY = {"Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan", "ArcSin", "ArcCos", "ArcTan",
+          "Sinh", "Cosh", "Tanh", "Erf", "ErfInv", "Sigmoid", "Power", "ArcTan2", "LogAddExp",
+          "ArcSinh", "ArcCosh", "ArcTanh"}
+
+
+@dataclass(frozen=True)
+class RowVariant(Variant):
+    """A row kernel's variant: one letter per run-time input (S, R, V or G), and whether
+    costly values are stashed in row buffers (rows of at most STASH_MAX elements)."""
+
+    kind: str = "rows"
+    letters: str = ""
+    stash: bool = False
+
+    @property
+    def suffix(self) -> str:
+        return f"_rows_{self.letters}" + ("_stash" if self.stash else "")
+
+
+def _is_red(op) -> bool:
+    return op.row and type(op.prim).__name__ in _RED
+
+
+def donor_outputs(ir) -> tuple:
+    """Which outputs may be written into a donated input: full outputs of the last pass (an
+    earlier pass's output would overwrite an input a later pass reads again)."""
+    rr = row_read_inputs(ir)
+    plan = _Plan(ir, ["R" if k in rr else "V" for k in range(ir.n_inputs)])
+    last = plan.n_pass - 1
+    return tuple(not ir.is_row(r) and plan.level[r] == last for r in ir.outputs)
+
+
+def row_read_inputs(ir) -> set:
+    """Inputs read by per-row elementwise ops: they must be per row (`R`) or scalars."""
+    n = ir.n_inputs
+    out = set()
+    for op in ir.ops:
+        if op.row and not _is_red(op):
+            out.update(a for a in op.args if a < n)
+    return out
+
+
+class _Plan:
+    """Levels: a value's level is the number of reductions on its longest input path; pass
+    p computes the reductions of level p + 1 and the full outputs of level p."""
+
+    def __init__(self, ir, letters):
+        n = ir.n_inputs
+        self.ir, self.n = ir, n
+        total = n + len(ir.ops)
+        self.rowlike = [False] * total  # one value per row (or per kernel)
+        self.invariant = [False] * total  # constants and scalars only
+        self.level = [0] * total
+        for k in range(n):
+            c = ir.inputs[k].const or letters[k] == "S"
+            self.invariant[k] = c
+            self.rowlike[k] = c or letters[k] == "R"
+        for i, op in enumerate(ir.ops):
+            r = n + i
+            if _is_red(op):
+                self.rowlike[r] = True
+                self.level[r] = self.level[op.args[0]] + 1
+                continue
+            if op.row and not all(self.rowlike[a] for a in op.args):
+                raise Unsupported("a per-row op reads an input that is not per row")
+            self.rowlike[r] = all(self.rowlike[a] for a in op.args)
+            self.invariant[r] = all(self.invariant[a] for a in op.args)
+            self.level[r] = max((self.level[a] for a in op.args), default=0)
+        reds = [n + i for i, op in enumerate(ir.ops) if _is_red(op)]
+        full_outs = [r for r in ir.outputs if not ir.is_row(r)]
+        self.n_pass = max([self.level[r] for r in reds] + [self.level[r] + 1
+                                                           for r in full_outs] + [0])
+        self.reds = reds
+        self.full_outs = full_outs
+
+    def needed(self, targets, stashed=frozenset()) -> tuple:
+        """(the full (not per-row) ops `targets` depend on, in IR order; the `stashed`
+        values among them, read back instead of computed)."""
+        n, ops = self.n, self.ir.ops
+        need, loads, todo = set(), set(), list(targets)
+        while todo:
+            r = todo.pop()
+            if r < n or self.rowlike[r] or r in need or r in loads:
+                continue
+            if r in stashed:
+                loads.add(r)
+                continue
+            need.add(r)
+            todo.extend(ops[r - n].args)
+        return sorted(need), sorted(loads)
+
+    def targets(self, p) -> tuple:
+        """(reductions finished in pass p, (output index, ref) of full outputs written)."""
+        ir = self.ir
+        reds = [r for r in self.reds if self.level[r] == p + 1]
+        outs = [(j, r) for j, r in enumerate(ir.outputs)
+                if not ir.is_row(r) and self.level[r] == p]
+        return reds, outs
+
+    def operands(self, p) -> list:
+        reds, outs = self.targets(p)
+        return [self.ir.ops[r - self.n].args[0] for r in reds] + [r for _, r in outs]
+
+    def stash_plan(self) -> dict:
+        """ref -> the pass that computes and stores it, for the costly full values that a
+        later pass reads back."""
+        n, ops = self.n, self.ir.ops
+        first, later = {}, set()
+        for p in range(self.n_pass):
+            for r in self.needed(self.operands(p))[0]:
+                if type(ops[r - n].prim).__name__ not in COSTLY:
+                    continue
+                if r in first:
+                    later.add(r)
+                else:
+                    first[r] = p
+        cand = {r: first[r] for r in later}
+        # keep only the values actually read back once the others are stashed
+        read = set()
+        for p in range(self.n_pass):
+            avail = {r for r, q in cand.items() if q < p}
+            read.update(self.needed(self.operands(p), avail)[1])
+        return {r: cand[r] for r in read}
+
+
+def _identity(op, acc) -> tuple:
+    """(accumulator init, chunk identity) source for a reduction op into type `acc`."""
+    rt = getattr(op.prim, "reduce_type", "")
+    f = _kind_of(acc) == "f"
+    if rt == "sum":
+        return ("np.float64(0.0)" if f else f"{acc}(0)"), f"{acc}(0)"
+    if rt == "prod":
+        return ("np.float64(1.0)" if f else f"{acc}(1)"), f"{acc}(1)"
+    if rt in ("max", "min"):
+        if acc == "np.bool_":
+            return ("False", "False") if rt == "max" else ("True", "True")
+        if f:
+            v = f"{acc}(-np.inf)" if rt == "max" else f"{acc}(np.inf)"
+        else:
+            v = f"np.iinfo({acc}).min" if rt == "max" else f"np.iinfo({acc}).max"
+            v = f"{acc}({v})"
+        return v, v
+    if rt in ("and", "or"):
+        return ("True" if rt == "and" else "False"), ""
+    return "np.int64(-1)", ""  # argmax / argmin: no index yet
+
+
+def _kind_of(ct: str) -> str:
+    if ct in ("np.float32", "np.float64"):
+        return "f"
+    return "b" if ct == "np.bool_" else "i"
+
+
+def _acc_type(op, arg_dt) -> str:
+    """The compute type of a reduction's scratch buffer."""
+    rt = getattr(op.prim, "reduce_type", "")
+    if rt in ("and", "or"):
+        return "np.bool_"
+    if type(op.prim).__name__ == "ArgReduce":
+        return _CT[arg_dt.name]
+    return _CT[op.dtype.name]
+
+
+def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: bool = False) -> str:
+    """The source of a row-kernel module for `ir` and `variant` (see the module doc)."""
+    ctx = _Ctx()
+    n = ir.n_inputs
+    run = [k for k in range(n) if not ir.inputs[k].const]
+    if len(variant.letters) != len(run):
+        raise ValueError("variant letters do not match the region's inputs")
+    letters = {k: c for k, c in zip(run, variant.letters)}
+    full_letters = [letters.get(k, "S") for k in range(n)]
+    plan = _Plan(ir, full_letters)
+    names = [None] * (n + len(ir.ops))
+    vec = [k for k in run if letters[k] != "S"]
+    slot = {k: i for i, k in enumerate(vec)}
+
+    pre, row_head = [], []
+    params = ["start", "stop", "C", "rshape", "rstrides", "cstrides", "offsets"]
+    sig_in = []
+    for k in range(n):
+        inp = ir.inputs[k]
+        dt = inp.dtype
+        if _kind(dt) == "c":
+            raise Unsupported("complex input")
+        if inp.const:
+            names[k] = f"c{k}"
+            pre.append(f"c{k} = {literal(inp)}  # c{k}: {dt.name} = {inp.literal()}")
+            continue
+        params.append(f"in{k}")
+        sig_in.append(STORAGE[dt.name])
+        ld = _LOAD.get(dt.name)
+        wrap = (lambda s, ld=ld: f"{ctx.rt(ld)}({s})" if ld else s)
+        c = letters[k]
+        if c == "S":
+            names[k] = f"s{k}"
+            pre.append(f"s{k} = {wrap(f'in{k}[0]')}  # in{k}: {dt.name} scalar")
+        elif c == "R":
+            names[k] = f"w{k}"
+            row_head.append(f"w{k} = {wrap(f'in{k}[p{k}]')}  # in{k}: {dt.name} per row")
+        else:
+            names[k] = f"v{k}"
+
+    def load(k) -> str:
+        dt = ir.inputs[k].dtype
+        ld = _LOAD.get(dt.name)
+        src = (f"x{k}[j]" if letters[k] == "V"
+               else f"in{k}[np.uint64(p{k} + (j0 + j) * cs{k})]")
+        src = f"{ctx.rt(ld)}({src})" if ld else src
+        return f"v{k} = {src}  # in{k}: {dt.name}"
+
+    def expr_line(i) -> str:
+        op = ir.ops[i]
+        args = [names[a] for a in op.args]
+        expr = op_expr(ctx, op.prim, args, [ir.dtype_of(a) for a in op.args], op.dtype)
+        pname = type(op.prim).__name__
+        if op.dtype.name in HALF and pname not in _EXACT and pname != "AsType":
+            expr = f"{ctx.rt(_ROUND[op.dtype.name])}({expr})"
+        return f"t{i} = {expr}  # {_describe(ir, i, op)}"
+
+    # per-row and invariant ops, by level
+    row_ops = {}
+    for i, op in enumerate(ir.ops):
+        r = n + i
+        names[r] = f"t{i}"
+        if _is_red(op) or not plan.rowlike[r]:
+            continue
+        if plan.invariant[r]:
+            pre.append(expr_line(i))
+        else:
+            row_ops.setdefault(plan.level[r], []).append(i)
+
+    body = []  # inside `for r in range(start, stop):`
+    if vec:
+        body.append("q = r")
+        for k in vec:
+            body.append(f"p{k} = o{k}")
+        body.append("for d in range(nr - 1, -1, -1):")
+        body.append("    nd = rshape[d]")
+        body.append("    ix = q % nd")
+        body.append("    q //= nd")
+        for k in vec:
+            body.append(f"    p{k} += ix * rstrides[{slot[k]}, d]")
+    body += row_head
+    body += [expr_line(i) for i in row_ops.get(0, [])]
+    if plan.full_outs:
+        body.append("rc = r * C")
+
+    red_info = {}
+    for r in plan.reds:
+        i = r - n
+        op = ir.ops[i]
+        acc = _acc_type(op, ir.dtype_of(op.args[0]))
+        red_info[r] = acc
+        pre.append(f"b{i} = np.empty({CHUNK}, {acc})  # scratch: operand of t{i}")
+
+    stash = plan.stash_plan() if variant.stash else {}
+    for r in stash:
+        pre.append(f"z{r - n} = np.empty(C, {_CT[ir.dtype_of(r).name]})  # stash of t{r - n}")
+    for p in range(plan.n_pass):
+        reds, outs = plan.targets(p)
+        if not reds and not outs:
+            body += [expr_line(i) for i in row_ops.get(p + 1, [])]
+            continue
+        body.append(f"# pass {p}: " + ", ".join(
+            [f"reduce {ir.ref_name(r)}" for r in reds] + [f"write out{j}" for j, _ in outs]))
+        for r in reds:
+            init, _ = _identity(ir.ops[r - n], red_info[r])
+            body.append(f"a{r - n} = {init}")
+            if type(ir.ops[r - n].prim).__name__ == "ArgReduce":
+                body.append(f"av{r - n} = {red_info[r]}(0)")
+        avail = {r for r, q in stash.items() if q < p}
+        ops_needed, reads = plan.needed(plan.operands(p), avail)
+        writes = [r for r in ops_needed if stash.get(r) == p]
+        used = set()
+        for r in ops_needed:
+            used.update(a for a in ir.ops[r - n].args if a < n)
+        used.update(r for r in plan.operands(p) if r < n)
+        used = [k for k in vec if k in used and letters[k] in "VG"]
+        body.append(f"for j0 in range(0, C, {CHUNK}):")
+        inner = ["m = min(%d, C - j0)" % CHUNK]
+        for k in used:
+            if letters[k] == "V":
+                inner.append(f"x{k} = in{k}[p{k} + j0:p{k} + j0 + m]")
+            else:
+                inner.append(f"cs{k} = cstrides[{slot[k]}]")
+        for r in sorted(set(reads) | set(writes)):
+            inner.append(f"u{r - n} = z{r - n}[j0:j0 + m]")
+        for j, _ in outs:
+            inner.append(f"y{j} = out{j}[rc + j0:rc + j0 + m]")
+        inner.append("for j in range(m):")
+        loop = [load(k) for k in used]
+        loop += [f"t{r - n} = u{r - n}[j]  # t{r - n}: stashed in an earlier pass"
+                 for r in reads]
+        for r in ops_needed:
+            loop.append(expr_line(r - n))
+            if r in writes:
+                loop.append(f"u{r - n}[j] = t{r - n}  # stash t{r - n} for a later pass")
+        direct = {}  # reductions of a contiguous input of the accumulator's type: no copy
+        for r in reds:
+            op = ir.ops[r - n]
+            a = op.args[0]
+            if (a < n and letters.get(a) == "V" and a not in _LOAD_NAMES(ir, a)
+                    and _CT[ir.dtype_of(a).name] == red_info[r]
+                    and _acc_dtype(op, ir.dtype_of(a)) == ir.dtype_of(a)):
+                direct[r] = f"x{a}"
+                continue
+            val = _cast(ctx, names[a], ir.dtype_of(a), _acc_dtype(op, ir.dtype_of(a)))
+            loop.append(f"b{r - n}[j] = {val}  # operand of t{r - n}")
+        for j, r in outs:
+            loop.append(f"y{j}[j] = {_store(ctx, ir, r, names[r])}  # out{j} <- "
+                        f"{ir.ref_name(r)}")
+        if any(not s.startswith("v") for s in loop):  # else: only loads, nothing to compute
+            inner += ["    " + s for s in loop]
+        else:
+            inner.pop()  # the `for j` line
+        for r in reds:
+            inner += _fold(ctx, ir.ops[r - n], r - n, red_info[r], direct.get(r))
+        body += ["    " + s for s in inner]
+        for r in reds:
+            body.append(_finish(ctx, ir, r - n, red_info[r]))
+        body += [expr_line(i) for i in row_ops.get(p + 1, [])]
+    for j, r in enumerate(ir.outputs):
+        if ir.is_row(r):
+            body.append(f"out{j}[r] = {_store(ctx, ir, r, names[r])}  # out{j} <- "
+                        f"{ir.ref_name(r)}")
+    sig_out = []
+    for j, r in enumerate(ir.outputs):
+        params.append(f"out{j}")
+        sig_out.append(STORAGE[ir.dtype_of(r).name])
+
+    ind = "    "
+    lines = [f"def {fn_name}({', '.join(params)}):"]
+    lines.append(ind + "nr = rshape.shape[0]")
+    for k in vec:
+        lines.append(ind + f"o{k} = offsets[{slot[k]}]  # in{k}: first element")
+    lines += [ind + s for s in pre]
+    lines.append(ind + "for r in range(start, stop):")
+    lines += [ind * 2 + s for s in body]
+
+    head = [f'"""braze row kernel {ir.name}{variant.suffix} (IR key {ir.key})', ""]
+    head += ["  " + ln for ln in str(ir).splitlines()[1:]]
+    head += ['"""', "import numpy as np", "from numba import njit, types", ""]
+    rt = sorted(ctx.runtime | ctx.mathlib)
+    if rt:
+        head.append("from braze._src.backends.cpu.runtime import " + ", ".join(rt))
+    head.append("from braze._src.backends.cpu.mathlib import _bits_f32, _bits_f64")
+    head.append("from braze._src.backends.cpu.rowlib import "
+                "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin")
+    head.append("")
+    sig = ["types.int64"] * 3 + ["_I64_1", "_I64_2", "_I64_1", "_I64_1"]
+    sig += [f"types.Array(types.{t}, 1, 'C', readonly=True)" for t in sig_in]
+    sig += [f"types.Array(types.{t}, 1, 'C')" for t in sig_out]
+    head.append("_I64_1 = types.Array(types.int64, 1, 'C', readonly=True)")
+    head.append("_I64_2 = types.Array(types.int64, 2, 'C', readonly=True)")
+    head.append("SIGNATURE = types.void(" + ", ".join(sig) + ")")
+    head.append(f"CACHE = {bool(cache)}  # Numba's on-disk cache (modules in the kernel cache)")
+    head.append("")
+    head.append("")
+    head.append('@njit(SIGNATURE, error_model="numpy", nogil=True, boundscheck=False, '
+                'cache=CACHE)')
+    return "\n".join(head + lines) + "\n"
+
+
+def _acc_dtype(op, arg_dt):
+    """The dtype a reduction's operand is converted to before it is accumulated."""
+    from ... import dtypes as D
+    rt = getattr(op.prim, "reduce_type", "")
+    if rt in ("and", "or"):
+        return D.bool_
+    if type(op.prim).__name__ == "ArgReduce":
+        return arg_dt
+    return op.dtype
+
+
+def _LOAD_NAMES(ir, k) -> tuple:
+    """Inputs whose buffers need a conversion on load (half precision)."""
+    return (k,) if ir.inputs[k].dtype.name in _LOAD else ()
+
+
+def _fold(ctx, op, i, acc, buf=None) -> list:
+    """Source folding chunk `b{i}[:m]` (or the input slice `buf`) into accumulator `a{i}`."""
+    rt = getattr(op.prim, "reduce_type", "")
+    _, ident = _identity(op, acc)
+    f = _kind_of(acc) == "f"
+    b = f"{buf or f'b{i}'}, m"
+    if rt == "sum":
+        if f:
+            return [f"a{i} += np.float64(lsum({b}, {ident}))"]
+        if acc in ("np.int64", "np.uint64"):
+            return [f"a{i} = {ctx.rt('wadd')}(a{i}, {acc}(lsum({b}, {ident})))"]
+        return [f"a{i} = {acc}(a{i} + lsum({b}, {ident}))"]
+    if rt == "prod":
+        if f:
+            return [f"a{i} *= np.float64(lprod({b}, {ident}))"]
+        if acc in ("np.int64", "np.uint64"):
+            return [f"a{i} = {ctx.rt('wmul')}(a{i}, {acc}(lprod({b}, {ident})))"]
+        return [f"a{i} = {acc}(a{i} * lprod({b}, {ident}))"]
+    if rt in ("max", "min"):
+        if acc == "np.bool_":
+            return [f"a{i} = a{i} {'or' if rt == 'max' else 'and'} "
+                    f"{'lany' if rt == 'max' else 'lall'}({b})"]
+        fn = "lmax" if rt == "max" else "lmin"
+        if f:
+            return [f"a{i} = {ctx.rt('max_f' if rt == 'max' else 'min_f')}(a{i}, {fn}({b}, "
+                    f"{ident}))"]
+        cmp = ">" if rt == "max" else "<"
+        return [f"c{i}_ = {fn}({b}, {ident})", f"a{i} = a{i} if a{i} {cmp} c{i}_ else c{i}_"]
+    if rt == "and":
+        return [f"a{i} = a{i} and lall({b})"]
+    if rt == "or":
+        return [f"a{i} = a{i} or lany({b})"]
+    fn, cmp = ("largmax", ">") if rt == "argmax" else ("largmin", "<")
+    return [f"k{i}, c{i}_ = {fn}({b})",
+            f"if a{i} < 0 or (av{i} == av{i} and (c{i}_ != c{i}_ or c{i}_ {cmp} av{i})):",
+            f"    a{i} = j0 + k{i}",
+            f"    av{i} = c{i}_"]
+
+
+def _finish(ctx, ir, i, acc) -> str:
+    """t{i} = the reduction's value from its accumulator."""
+    op = ir.ops[i]
+    dt = op.dtype
+    rt = getattr(op.prim, "reduce_type", "")
+    if rt in ("argmax", "argmin"):
+        val = f"np.uint32(a{i})"
+    elif _kind_of(acc) == "f":
+        if dt.name in HALF:
+            val = f"{ctx.rt(_ROUND[dt.name])}(np.float32(a{i}))"
+        else:
+            val = f"{_CT[dt.name]}(a{i})"
+    else:
+        val = f"a{i}"
+    return f"t{i} = {val}  # {_describe(ir, i, op)}"
+
+
+def _store(ctx, ir, ref, val) -> str:
+    st = _STORE.get(ir.dtype_of(ref).name)
+    return f"{ctx.rt(st)}({val})" if st else val

@@ -1,0 +1,360 @@
+"""The row-fusion pass: reductions fused with their elementwise producers and consumers.
+
+MLX stops fusion at every reduction; this pass (run before the elementwise `fuse`) takes a
+reduction over the *trailing* k axes of a full shape S, the elementwise region feeding it and
+the elementwise region consuming its result broadcast back (softmax, layernorm, rmsnorm,
+logsumexp, their backward graphs) into one `Compiled` node whose `KernelIR` has
+`reduce_ndim == k`. A backend runs it row by row (docs/kernels.md, "Row kernels").
+
+A region for (S, k) may hold:
+- `Reduce` (sum, prod, max, min, and, or) over exactly the last k axes of an input of shape S,
+  and `ArgReduce` over the last axis (k == 1): their results are *row values* (shape S with the
+  last k dimensions 1);
+- fusable elementwise nodes of shape S (full values) or of the row shape (row values).
+
+Growth (per seed reduction, latest first): the nodes reachable forward from the seed through
+such nodes give the roots (those without a consumer among them); then the tape is walked
+backwards from the last root and a node joins when it qualifies and none of its consumers is an
+outside node that leads back into the region (`feeds`): the region stays convex, so replacing
+it by one node cannot make a cycle. A member with consumers outside, or that is a function
+output, becomes a kernel output. Softmax and LogSumExp over trailing axes are first expanded
+into their primitives (same formulas as their `eval_cpu`), so they fuse too.
+
+`BRAZE_COMPILE_MODE=no_reduce_fusion` skips the pass.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as D
+from ..array import array
+from ..prims.binary import ADD, DIVIDE, EQUAL, SELECT, SUBTRACT
+from ..prims.compile_support import DynamicBroadcast
+from ..prims.core import AsType, Broadcast
+from ..prims.reduce import ArgReduce, LogSumExp, Reduce, Softmax
+from ..prims.unary import ABS, EXP, Log
+from .compiled import Compiled
+from .fuse import _set_input, is_fusable
+from .kernel_ir import IRInput, IROp, KernelIR
+from .tape import Tape
+
+#: inputs + outputs of one row kernel, and its ops
+MAX_ARRAYS = 48
+MAX_OPS = 256
+ROW_REDUCE_TYPES = ("sum", "prod", "max", "min", "and", "or")
+
+
+def _trailing(axes, ndim) -> int:
+    """k when `axes` are exactly the last k axes of an `ndim`-dimensional array, else 0."""
+    k = len(axes)
+    return k if k and tuple(axes) == tuple(range(ndim - k, ndim)) else 0
+
+
+def _reduction_space(a):
+    """(S, k) when node `a` is a reduction a row kernel can run, else None."""
+    prim = a._prim
+    if a._siblings is not None or not a._inputs:
+        return None
+    x = a._inputs[0]
+    if x._dtype.kind == "c":
+        return None
+    if type(prim) is Reduce and prim.reduce_type in ROW_REDUCE_TYPES:
+        k = _trailing(prim.axes, len(x._shape))
+    elif type(prim) is ArgReduce:
+        k = 1 if prim.axis == len(x._shape) - 1 else 0
+    else:
+        return None
+    S = x._shape
+    if not k or _row_shape(S, k) == S:
+        return None
+    return S, k
+
+
+def _row_shape(S, k):
+    return tuple(S[:len(S) - k]) + (1,) * k
+
+
+class _Space:
+    """Which nodes may join a row region of full shape S reducing the last k axes."""
+
+    def __init__(self, S, k):
+        self.S, self.k, self.R = S, k, _row_shape(S, k)
+
+    def row(self, a) -> bool | None:
+        """True (row value), False (full value) or None (cannot join)."""
+        if a._prim is None or a._siblings is not None or a._dtype.kind == "c":
+            return None
+        sp = _reduction_space(a)
+        if sp is not None:
+            return True if sp == (self.S, self.k) else None
+        if not is_fusable(a._prim) or any(x._dtype.kind == "c" for x in a._inputs):
+            return None
+        if a._shape == self.S:
+            return False
+        if a._shape == self.R:
+            return True
+        return None
+
+
+# -- expansion of the composite reductions ----------------------------------------------------
+def _const(value, dt):
+    return array(np.array(value, dtype=dt.np_dtype))
+
+
+def _mk(prim, inputs, shape, dtype, tracer):
+    a = array._node(shape, dtype, prim, tuple(inputs))
+    a._tracer = tracer
+    return a
+
+
+def _expand_softmax(a, made):
+    """exp(x - max) / sum(exp(x - max)) in the accumulation type (Softmax.eval_cpu)."""
+    x = a._inputs[0]
+    S, dt, tr, axes = x._shape, x._dtype, a._tracer, a._prim.axes
+    acc = D.float32 if dt.name in ("float16", "bfloat16") else dt
+    R = _row_shape(S, len(axes))
+    xf = x if acc == dt else made(AsType(acc), (x,), S, acc, tr)
+    m = made(Reduce("max", axes), (xf,), R, acc, tr)
+    e = made(EXP, (made(SUBTRACT, (xf, made(DynamicBroadcast(S), (m, xf), S, acc, tr)), S,
+                        acc, tr),), S, acc, tr)
+    s = made(Reduce("sum", axes), (e,), R, acc, tr)
+    sb = made(DynamicBroadcast(S), (s, e), S, acc, tr)
+    if acc == dt:
+        return DIVIDE, (e, sb)
+    return AsType(dt), (made(DIVIDE, (e, sb), S, acc, tr),)
+
+
+def _expand_logsumexp(a, made):
+    """log(sum(exp(x - m))) + m with m the max, 0 where infinite (LogSumExp.eval_cpu)."""
+    x = a._inputs[0]
+    S, dt, tr, axes = x._shape, x._dtype, a._tracer, a._prim.axes
+    acc = D.float32 if dt.name in ("float16", "bfloat16") else dt
+    R = _row_shape(S, len(axes))
+    xf = x if acc == dt else made(AsType(acc), (x,), S, acc, tr)
+    m = made(Reduce("max", axes), (xf,), R, acc, tr)
+    inf = made(EQUAL, (made(ABS, (m,), R, acc, tr), _const(np.inf, acc)), R, D.bool_, tr)
+    m = made(SELECT, (inf, _const(0.0, acc), m), R, acc, tr)
+    e = made(EXP, (made(SUBTRACT, (xf, made(DynamicBroadcast(S), (m, xf), S, acc, tr)), S,
+                        acc, tr),), S, acc, tr)
+    s = made(Reduce("sum", axes), (e,), R, acc, tr)
+    if acc == dt:
+        return ADD, (made(Log("e"), (s,), R, acc, tr), m)
+    return AsType(dt), (made(ADD, (made(Log("e"), (s,), R, acc, tr), m), R, acc, tr),)
+
+
+def expand_composites(tape: Tape) -> Tape:
+    """Softmax / LogSumExp over trailing axes become their primitives (the node object stays,
+    with the last primitive of the expansion, so its consumers need no rewiring)."""
+    nodes = []
+    changed = False
+    for a in tape.nodes:
+        prim = a._prim
+        x = a._inputs[0] if a._inputs else None
+        if (type(prim) not in (Softmax, LogSumExp) or a._siblings is not None
+                or x._dtype.kind != "f" or x._dtype.name not in
+                ("float16", "bfloat16", "float32", "float64")
+                or not _trailing(prim.axes, len(x._shape))
+                or _row_shape(x._shape, len(prim.axes)) == x._shape):
+            nodes.append(a)
+            continue
+        new = []
+
+        def made(p, ins, shape, dtype, tracer):
+            n = _mk(p, ins, shape, dtype, tracer)
+            new.append(n)
+            return n
+
+        fn = _expand_softmax if type(prim) is Softmax else _expand_logsumexp
+        last, ins = fn(a, made)
+        for old in a._inputs:
+            old._nc -= 1
+        a._prim, a._inputs = last, tuple(ins)
+        for i in ins:
+            i._nc += 1
+        nodes.extend(new)
+        nodes.append(a)
+        changed = True
+    return Tape(tape.inputs, tape.outputs, nodes) if changed else tape
+
+
+# -- grouping --------------------------------------------------------------------------------
+def _consumers(nodes):
+    cons = {}
+    for a in nodes:
+        for x in a._inputs:
+            lst = cons.setdefault(id(x), [])
+            if not lst or lst[-1] is not a:
+                lst.append(a)
+    return cons
+
+
+def _grow(seed, space, nodes, pos, cons, taken, output_ids):
+    """The members (ids -> row flag) of the region around `seed`, or None."""
+    # roots: the ends of the forward closure of the seed through qualifying nodes
+    reach, todo = {id(seed)}, [seed]
+    sinks = []
+    while todo:
+        a = todo.pop()
+        nxt = [c for c in cons.get(id(a), ()) if id(c) not in taken and space.row(c) is not None]
+        if not nxt:
+            sinks.append(a)
+        for c in nxt:
+            if id(c) not in reach:
+                reach.add(id(c))
+                todo.append(c)
+    start = max(pos[id(s)] for s in sinks)
+    roots = {id(s) for s in sinks}
+    members, feeds = {}, set()
+    for i in range(start, -1, -1):
+        a = nodes[i]
+        if id(a) in taken:
+            if any(id(c) in members or id(c) in feeds for c in cons.get(id(a), ())):
+                feeds.add(id(a))
+            continue
+        cs = cons.get(id(a), ())
+        related = id(a) in roots or any(id(c) in members or id(c) in feeds for c in cs)
+        if not related:
+            continue
+        row = space.row(a)
+        if row is None or any(id(c) in feeds for c in cs) or len(members) >= MAX_OPS:
+            feeds.add(id(a))
+            continue
+        members[id(a)] = row
+    if id(seed) not in members or len(members) < 2:
+        return None
+    n_in = len({id(x) for a in nodes if id(a) in members for x in a._inputs} - set(members))
+    n_out = sum(1 for a in nodes if id(a) in members and (id(a) in output_ids or (
+        not _splits(a, members) and any(id(c) not in members for c in cons.get(id(a), ())))))
+    return members if n_in + n_out <= MAX_ARRAYS else None
+
+
+def _splits(a, members) -> bool:
+    """A broadcast of region inputs is never a kernel output: the region computes its own
+    copy (strides) and the node stays in the tape for its other consumers (as `fuse` splits
+    broadcasts)."""
+    return isinstance(a._prim, Broadcast) and not any(id(x) in members for x in a._inputs)
+
+
+def _emit(members, nodes, pos, cons, output_ids, input_ids, space):
+    """The Compiled node replacing a region: (output nodes, old nodes they replace)."""
+    order = sorted((nodes[pos[i]] for i in members), key=lambda a: pos[id(a)])
+    ids = set(members)
+    inputs, seen = [], set()
+    for a in order:
+        for x in a._inputs:
+            if id(x) not in ids and id(x) not in seen:
+                seen.add(id(x))
+                inputs.append(x)
+    outs = [a for a in order if id(a) in output_ids
+            or (not _splits(a, ids) and any(id(c) not in ids for c in cons.get(id(a), ())))]
+    ref = {}
+    specs = []
+    for k, x in enumerate(inputs):
+        ref[id(x)] = k
+        if (x._prim is None and x._data is not None and x.size == 1
+                and id(x) not in input_ids):
+            specs.append(IRInput.constant(x._data))
+        else:
+            specs.append(IRInput(x._dtype))
+    n = len(inputs)
+    ops = []
+    for i, a in enumerate(order):
+        ref[id(a)] = n + i
+        ops.append(IROp(a._prim, tuple(ref[id(x)] for x in a._inputs), a._dtype,
+                        members[id(a)]))
+    ir = KernelIR(tuple(specs), tuple(ops), tuple(ref[id(o)] for o in outs), space.k)
+    prim = Compiled(ir)
+    ins = tuple(inputs)
+    new = [array._node(o._shape, o._dtype, prim, ins) for o in outs]
+    if len(new) > 1:
+        t = tuple(new)
+        for j, o in enumerate(new):
+            o._siblings, o._idx = t, j
+    tracer = any(o._tracer for o in outs)
+    for o in new:
+        o._tracer = tracer
+    split = {id(a) for a in order if _splits(a, ids)
+             and any(id(c) not in ids for c in cons.get(id(a), ()))}
+    return new, outs, split
+
+
+def fuse_rows(tape: Tape) -> Tape:
+    """Replace row regions of `tape` by `Compiled` row kernels (see the module doc)."""
+    tape = expand_composites(tape)
+    input_ids = {id(x) for x in tape.inputs}
+    nodes = list(tape.nodes)
+    if not any(_reduction_space(a) is not None for a in nodes):
+        return tape
+    pos = {id(a): i for i, a in enumerate(nodes)}
+    cons = _consumers(nodes)
+    output_ids = {id(o) for o in tape.outputs}
+    taken = set()
+    regions = []
+    for i in range(len(nodes) - 1, -1, -1):
+        a = nodes[i]
+        if id(a) in taken:
+            continue
+        sp = _reduction_space(a)
+        if sp is None:
+            continue
+        space = _Space(*sp)
+        members = _grow(a, space, nodes, pos, cons, taken, output_ids)
+        if members is None:
+            continue
+        taken.update(members)
+        regions.append((members, space))
+    if not regions:
+        return tape
+    replace = {}  # id(old output) -> new node
+    placed = {}   # id(last member) -> the new nodes, placed there
+    split = set()  # broadcasts a region copied that stay for their other consumers
+    for members, space in regions:
+        new, old, kept = _emit(members, nodes, pos, cons, output_ids, input_ids, space)
+        split |= kept
+        for o, n in zip(old, new):
+            replace[id(o)] = n
+        last = max(pos[i] for i in members)
+        placed[last] = new
+    keep = []
+    for i, a in enumerate(nodes):
+        if i in placed:
+            keep.extend(placed[i])
+        if id(a) in taken and id(a) not in split:
+            continue
+        keep.append(a)
+    # consumers outside the regions (and the Compiled nodes' own inputs) read the new outputs
+    for a in keep:
+        for slot, x in enumerate(a._inputs):
+            r = replace.get(id(x))
+            if r is not None:
+                _set_input(a, slot, r)
+    outputs = [replace.get(id(o), o) for o in tape.outputs]
+    return Tape(tape.inputs, outputs, _toposort(keep, {id(k): j for j, k in enumerate(keep)}))
+
+
+def _toposort(nodes, order):
+    """`nodes` in an order where inputs come first, as close to `order` as possible (a
+    region's outputs sit at its last member, which a consumer of an earlier member may
+    precede)."""
+    out, done = [], set()
+    for a in nodes:
+        if id(a) in done:
+            continue
+        stack = [(a, 0)]
+        while stack:
+            b, k = stack[-1]
+            ins = b._inputs
+            if k < len(ins):
+                stack[-1] = (b, k + 1)
+                x = ins[k]
+                if id(x) in order and id(x) not in done:
+                    stack.append((x, 0))
+                continue
+            stack.pop()
+            if id(b) in done:
+                continue
+            group = b._siblings if b._siblings is not None else (b,)
+            for s in group:
+                done.add(id(s))
+                out.append(s)
+    return out
