@@ -257,11 +257,15 @@ class CpuBackend(Backend):
             # inputs are no longer per row: the reference backend follows the primitives
             return self._reference().run_compiled(ir, inputs, shape, donatable)
         letters, bufs, rshape, rst, cst, offs = lay
+        stash = ncol <= STASH_MAX
         donors = None
         if donatable:
             if e.row_donors is None:
-                e.row_donors = donor_outputs(ir)
-            donors = self.assign_donors(ir, inputs, shape, donatable, e.row_donors)
+                e.row_donors = {}
+            ok = e.row_donors.get(stash)
+            if ok is None:
+                ok = e.row_donors[stash] = donor_outputs(ir, stash)
+            donors = self.assign_donors(ir, inputs, shape, donatable, ok)
         outs, flat = [], []
         for j, (npd, oshape) in enumerate(zip(e.out_np, ir.output_shapes(shape))):
             d = donors[j] if donors else None
@@ -272,7 +276,6 @@ class CpuBackend(Backend):
             f = buf.reshape(-1)
             flat.append(f.view(_U16) if e.half_out[j] else f)
         bufs = [b.view(_U16) if h else b for b, h in zip(bufs, e.half_in)]
-        stash = ncol <= STASH_MAX
         key = ("rows", letters, stash)
         fn = e.fns.get(key)
         if fn is None:

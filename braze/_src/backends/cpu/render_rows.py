@@ -78,11 +78,11 @@ def _is_red(op) -> bool:
     return op.row and type(op.prim).__name__ in _RED
 
 
-def donor_outputs(ir) -> tuple:
+def donor_outputs(ir, stash) -> tuple:
     """Which outputs may be written into a donated input: full outputs of the last pass (an
     earlier pass's output would overwrite an input a later pass reads again)."""
     rr = row_read_inputs(ir)
-    plan = _Plan(ir, ["R" if k in rr else "V" for k in range(ir.n_inputs)])
+    plan = _Plan(ir, ["R" if k in rr else "V" for k in range(ir.n_inputs)], online=not stash)
     last = plan.n_pass - 1
     return tuple(not ir.is_row(r) and plan.level[r] == last for r in ir.outputs)
 
@@ -101,13 +101,17 @@ class _Plan:
     """Levels: a value's level is the number of reductions on its longest input path; pass
     p computes the reductions of level p + 1 and the full outputs of level p."""
 
-    def __init__(self, ir, letters):
+    def __init__(self, ir, letters, online=False):
         n = ir.n_inputs
         self.ir, self.n = ir, n
         total = n + len(ir.ops)
         self.rowlike = [False] * total  # one value per row (or per kernel)
         self.invariant = [False] * total  # constants and scalars only
         self.level = [0] * total
+        self.operand = {}   # reduction -> the full value it accumulates
+        self.red_pass = {}  # reduction -> the pass that accumulates it
+        self.online = {}    # sum(exp(v - max v)) -> its max: accumulated with it
+        self.chan = {}      # sum((v - mu)^2) -> mu: a running mean and M2 of v
         for k in range(n):
             c = ir.inputs[k].const or letters[k] == "S"
             self.invariant[k] = c
@@ -116,7 +120,12 @@ class _Plan:
             r = n + i
             if _is_red(op):
                 self.rowlike[r] = True
-                self.level[r] = self.level[op.args[0]] + 1
+                v = op.args[0]
+                self.operand[r] = v
+                self.red_pass[r] = self.level[v]
+                self.level[r] = self.level[v] + 1
+                if online:
+                    self._merge(r)
                 continue
             if op.row and not all(self.rowlike[a] for a in op.args):
                 raise Unsupported("a per-row op reads an input that is not per row")
@@ -125,10 +134,54 @@ class _Plan:
             self.level[r] = max((self.level[a] for a in op.args), default=0)
         reds = [n + i for i, op in enumerate(ir.ops) if _is_red(op)]
         full_outs = [r for r in ir.outputs if not ir.is_row(r)]
-        self.n_pass = max([self.level[r] for r in reds] + [self.level[r] + 1
-                                                           for r in full_outs] + [0])
+        self.n_pass = max([self.red_pass[r] + 1 for r in reds]
+                          + [self.level[r] + 1 for r in full_outs] + [0])
         self.reds = reds
         self.full_outs = full_outs
+
+    # -- long rows: one pass fewer for the softmax and variance patterns -------------------
+    def _op(self, r, name):
+        """ir.ops[r - n] if `r` is an op named `name` (or a broadcast for "Broadcast")."""
+        if r < self.n:
+            return None
+        op = self.ir.ops[r - self.n]
+        pn = type(op.prim).__name__
+        if pn == name or (name == "Broadcast" and pn == "DynamicBroadcast"):
+            return op
+        return None
+
+    def _merge(self, r):
+        """Recognise sum(exp(v - bcast(max v))) (online softmax: accumulated together with
+        the max, rescaled as the max grows) and sum(square(v - bcast(mu))) (mean and M2 of v
+        by Chan's parallel update, then M2 + C * (mean - mu)^2 once mu is known)."""
+        ir, n = self.ir, self.n
+        op = ir.ops[r - n]
+        if getattr(op.prim, "reduce_type", "") != "sum" or op.dtype.name not in (
+                "float32", "float64"):
+            return
+        inner = self._op(op.args[0], "Exp") or self._op(op.args[0], "Square")
+        sub = inner and self._op(inner.args[0], "Subtract")
+        bc = sub and self._op(sub.args[1], "Broadcast")
+        if not bc or any(ir.dtype_of(a) != op.dtype for a in (op.args[0], inner.args[0],
+                                                              sub.args[0], sub.args[1])):
+            return
+        v, row = sub.args[0], bc.args[0]
+        if self.rowlike[v] or not self.rowlike[row]:
+            return
+        if type(inner.prim).__name__ == "Exp":
+            a = self._op(row, "Reduce")
+            if (a is None or a.prim.reduce_type != "max" or a.args[0] != v
+                    or not self.red_pass.get(row) == self.level[v]):
+                return
+            self.online[r] = row
+            self.operand[r] = v
+            self.red_pass[r] = self.red_pass[row]
+            self.level[r] = self.level[row]
+        else:
+            self.chan[r] = row
+            self.operand[r] = v
+            self.red_pass[r] = self.level[v]
+            self.level[r] = max(self.level[v] + 1, self.level[row])
 
     def needed(self, targets, stashed=frozenset()) -> tuple:
         """(the full (not per-row) ops `targets` depend on, in IR order; the `stashed`
@@ -147,16 +200,16 @@ class _Plan:
         return sorted(need), sorted(loads)
 
     def targets(self, p) -> tuple:
-        """(reductions finished in pass p, (output index, ref) of full outputs written)."""
+        """(reductions accumulated in pass p, (output index, ref) of full outputs written)."""
         ir = self.ir
-        reds = [r for r in self.reds if self.level[r] == p + 1]
+        reds = [r for r in self.reds if self.red_pass[r] == p]
         outs = [(j, r) for j, r in enumerate(ir.outputs)
                 if not ir.is_row(r) and self.level[r] == p]
         return reds, outs
 
     def operands(self, p) -> list:
         reds, outs = self.targets(p)
-        return [self.ir.ops[r - self.n].args[0] for r in reds] + [r for _, r in outs]
+        return [self.operand[r] for r in reds] + [r for _, r in outs]
 
     def stash_plan(self) -> dict:
         """ref -> the pass that computes and stores it, for the costly full values that a
@@ -227,7 +280,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
         raise ValueError("variant letters do not match the region's inputs")
     letters = {k: c for k, c in zip(run, variant.letters)}
     full_letters = [letters.get(k, "S") for k in range(n)]
-    plan = _Plan(ir, full_letters)
+    plan = _Plan(ir, full_letters, online=not variant.stash)
     names = [None] * (n + len(ir.ops))
     vec = [k for k in run if letters[k] != "S"]
     slot = {k: i for i, k in enumerate(vec)}
@@ -268,6 +321,10 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
 
     def expr_line(i) -> str:
         op = ir.ops[i]
+        if n + i in plan.chan:  # sum((v - mu)^2) = M2 + C * (mean - mu)^2
+            mu = names[plan.chan[n + i]]
+            return (f"t{i} = {_CT[op.dtype.name]}(a{i} + C * (mu{i} - np.float64({mu})) ** 2)"
+                    f"  # {_describe(ir, i, op)}")
         args = [names[a] for a in op.args]
         expr = op_expr(ctx, op.prim, args, [ir.dtype_of(a) for a in op.args], op.dtype)
         pname = type(op.prim).__name__
@@ -280,6 +337,9 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
     for i, op in enumerate(ir.ops):
         r = n + i
         names[r] = f"t{i}"
+        if r in plan.chan:
+            row_ops.setdefault(plan.level[r], []).append(i)
+            continue
         if _is_red(op) or not plan.rowlike[r]:
             continue
         if plan.invariant[r]:
@@ -326,6 +386,9 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
             body.append(f"a{r - n} = {init}")
             if type(ir.ops[r - n].prim).__name__ == "ArgReduce":
                 body.append(f"av{r - n} = {red_info[r]}(0)")
+            if r in plan.chan:
+                body.append(f"n{r - n} = np.float64(0.0)")
+                body.append(f"mu{r - n} = np.float64(0.0)")
         avail = {r for r, q in stash.items() if q < p}
         ops_needed, reads = plan.needed(plan.operands(p), avail)
         writes = [r for r in ops_needed if stash.get(r) == p]
@@ -356,7 +419,9 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
         direct = {}  # reductions of a contiguous input of the accumulator's type: no copy
         for r in reds:
             op = ir.ops[r - n]
-            a = op.args[0]
+            a = plan.operand[r]
+            if r in plan.online:  # reads its max's buffer
+                continue
             if (a < n and letters.get(a) == "V" and a not in _LOAD_NAMES(ir, a)
                     and _CT[ir.dtype_of(a).name] == red_info[r]
                     and _acc_dtype(op, ir.dtype_of(a)) == ir.dtype_of(a)):
@@ -371,11 +436,26 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
             inner += ["    " + s for s in loop]
         else:
             inner.pop()  # the `for j` line
+        paired = {plan.online[r]: r for r in reds if r in plan.online}
         for r in reds:
-            inner += _fold(ctx, ir.ops[r - n], r - n, red_info[r], direct.get(r))
+            i = r - n
+            if r in paired:  # a max folded by its online sum
+                continue
+            if r in plan.online:
+                a = plan.online[r]
+                inner += _fold_online(ctx, ir, i, a - n, direct.get(a) or f"b{a - n}")
+            elif r in plan.chan:
+                inner += _fold_chan(i, direct.get(r))
+            else:
+                inner += _fold(ctx, ir.ops[i], i, red_info[r], direct.get(r))
         body += ["    " + s for s in inner]
         for r in reds:
-            body.append(_finish(ctx, ir, r - n, red_info[r]))
+            if r in plan.online:
+                body.append(f"t{r - n} = {_CT[ir.dtype_of(r).name]}(a{r - n} if "
+                            f"a{plan.online[r] - n} > -np.inf else np.nan)"
+                            f"  # {_describe(ir, r - n, ir.ops[r - n])}")
+            elif r not in plan.chan:
+                body.append(_finish(ctx, ir, r - n, red_info[r]))
         body += [expr_line(i) for i in row_ops.get(p + 1, [])]
     for j, r in enumerate(ir.outputs):
         if ir.is_row(r):
@@ -403,7 +483,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
         head.append("from braze._src.backends.cpu.runtime import " + ", ".join(rt))
     head.append("from braze._src.backends.cpu.mathlib import _bits_f32, _bits_f64")
     head.append("from braze._src.backends.cpu.rowlib import "
-                "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin")
+                "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin, lsqdev")
     head.append("")
     sig = ["types.int64"] * 3 + ["_I64_1", "_I64_2", "_I64_1", "_I64_1"]
     sig += [f"types.Array(types.{t}, 1, 'C', readonly=True)" for t in sig_in]
@@ -472,6 +552,41 @@ def _fold(ctx, op, i, acc, buf=None) -> list:
             f"if a{i} < 0 or (av{i} == av{i} and (c{i}_ != c{i}_ or c{i}_ {cmp} av{i})):",
             f"    a{i} = j0 + k{i}",
             f"    av{i} = c{i}_"]
+
+
+def _fold_online(ctx, ir, i, a, buf) -> list:
+    """Fold a chunk into the pair max `a{a}` / sum(exp(v - max)) `a{i}`: the sum so far is
+    rescaled to the new max (an all -inf or NaN chunk adds nothing: the finish gives NaN as
+    eager does when the row's max is not > -inf)."""
+    n = ir.n_inputs
+    op = ir.ops[i]
+    T = _CT[op.dtype.name]
+    exp_op = ir.ops[op.args[0] - n]
+    sub_op = ir.ops[exp_op.args[0] - n]
+    sub = op_expr(ctx, sub_op.prim, [f"{buf}[j]", f"mx{i}"], [op.dtype] * 2, op.dtype)
+    ex = op_expr(ctx, exp_op.prim, [sub], [op.dtype], op.dtype)
+    return [f"mx{i} = {ctx.rt('max_f')}(a{a}, lmax({buf}, m, {T}(-np.inf)))",
+            f"if mx{i} > -np.inf:",
+            f"    if a{a} > -np.inf:",
+            f"        a{i} *= np.exp(np.float64(a{a}) - np.float64(mx{i}))  # rescale",
+            "    for j in range(m):",
+            f"        b{i}[j] = {ex}",
+            f"    a{i} += np.float64(lsum(b{i}, m, {T}(0)))",
+            f"a{a} = mx{i}"]
+
+
+def _fold_chan(i, buf) -> list:
+    """Fold a chunk's mean and squared deviations into the running mean `mu{i}` and M2
+    `a{i}` (Chan et al.'s parallel update, in float64)."""
+    b = buf or f"b{i}"
+    return [f"s{i}_ = np.float64(lsum({b}, m, {b}[0] * 0))",
+            f"c{i}_ = s{i}_ / m",
+            f"q{i}_ = lsqdev({b}, m, c{i}_)",
+            f"nn{i}_ = n{i} + m",
+            f"dl{i}_ = c{i}_ - mu{i}",
+            f"mu{i} += dl{i}_ * m / nn{i}_",
+            f"a{i} += q{i}_ + dl{i}_ * dl{i}_ * n{i} * m / nn{i}_",
+            f"n{i} = nn{i}_"]
 
 
 def _finish(ctx, ir, i, acc) -> str:

@@ -150,4 +150,25 @@ def largmin(b, m):
     return k, best
 
 
-__all__ = ["lsum", "lprod", "lmax", "lmin", "lall", "lany", "largmax", "largmin"]
+@_jit
+def lsqdev(b, m, c):
+    """sum((b[:m] - c)^2) in float64 (c: the chunk's mean)."""
+    s0 = s1 = s2 = s3 = 0.0
+    nb = m - m % 4
+    for i in range(0, nb, 4):
+        d0 = b[i] - c
+        d1 = b[i + 1] - c
+        d2 = b[i + 2] - c
+        d3 = b[i + 3] - c
+        s0 += d0 * d0
+        s1 += d1 * d1
+        s2 += d2 * d2
+        s3 += d3 * d3
+    s = 0.0
+    for i in range(nb, m):
+        d = b[i] - c
+        s += d * d
+    return (s0 + s2) + (s1 + s3) + s
+
+
+__all__ = ["lsum", "lprod", "lmax", "lmin", "lall", "lany", "largmax", "largmin", "lsqdev"]
