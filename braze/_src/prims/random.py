@@ -48,6 +48,16 @@ def threefry2x32(k0, k1, x0, x1) -> None:
         x1 += ks[(i + 2) % 3] + _U32(i + 1)
 
 
+#: the Threefry implementation `random_bits` calls; a native backend may install a compiled
+#: one with the same contract (`set_threefry`), e.g. the cpu backend's Numba kernel
+_THREEFRY = [threefry2x32]
+
+
+def set_threefry(fn) -> None:
+    """Install `fn(k0, k1, x0, x1)` (same contract and results as `threefry2x32`)."""
+    _THREEFRY[0] = fn
+
+
 def random_bits(keys: np.ndarray, shape: tuple, width: int) -> np.ndarray:
     """MLX's random bits: keys (..., 2) uint32 -> keys.shape[:-1] + shape of uint{8*width}."""
     keys = np.ascontiguousarray(keys, dtype=_U32).reshape(-1, 2)
@@ -70,16 +80,16 @@ def random_bits(keys: np.ndarray, shape: tuple, width: int) -> np.ndarray:
         np.add(x0, _U32(half + odd), out=x1)
         # x0/x1 are strided views when nk > 1; run on contiguous buffers and copy back then
         if nk == 1:
-            threefry2x32(k0, k1, x0, x1)
+            _THREEFRY[0](k0, k1, x0, x1)
         else:
             c0, c1 = np.ascontiguousarray(x0), np.ascontiguousarray(x1)
-            threefry2x32(k0, k1, c0, c1)
+            _THREEFRY[0](k0, k1, c0, c1)
             x0[...] = c0
             x1[...] = c1
     if odd:
         m0 = np.full((nk, 1), half, _U32)
         m1 = np.zeros((nk, 1), _U32)
-        threefry2x32(k0, k1, m0, m1)
+        _THREEFRY[0](k0, k1, m0, m1)
         words[:, half:half + 1] = m0
     raw = words.astype("<u4", copy=False).view(np.uint8)  # MLX's layout is little-endian
     if nwords * 4 != nbytes:
