@@ -349,15 +349,20 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
 
     body = []  # inside `for r in range(start, stop):`
     if vec:
-        body.append("q = r")
+        # the row's offset in each input: one row dimension (the usual case) needs no division
+        body.append("if nr == 1:")
         for k in vec:
-            body.append(f"p{k} = o{k}")
-        body.append("for d in range(nr - 1, -1, -1):")
-        body.append("    nd = rshape[d]")
-        body.append("    ix = q % nd")
-        body.append("    q //= nd")
+            body.append(f"    p{k} = o{k} + r * rs{k}")
+        body.append("else:")
+        body.append("    q = r")
         for k in vec:
-            body.append(f"    p{k} += ix * rstrides[{slot[k]}, d]")
+            body.append(f"    p{k} = o{k}")
+        body.append("    for d in range(nr - 1, -1, -1):")
+        body.append("        nd = rshape[d]")
+        body.append("        ix = q % nd")
+        body.append("        q //= nd")
+        for k in vec:
+            body.append(f"        p{k} += ix * rstrides[{slot[k]}, d]")
     body += row_head
     body += [expr_line(i) for i in row_ops.get(0, [])]
     if plan.full_outs:
@@ -471,6 +476,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
     lines.append(ind + "nr = rshape.shape[0]")
     for k in vec:
         lines.append(ind + f"o{k} = offsets[{slot[k]}]  # in{k}: first element")
+        lines.append(ind + f"rs{k} = rstrides[{slot[k]}, 0]  # in{k}: row stride")
     lines += [ind + s for s in pre]
     lines.append(ind + "for r in range(start, stop):")
     lines += [ind * 2 + s for s in body]
