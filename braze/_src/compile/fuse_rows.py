@@ -177,6 +177,51 @@ def expand_composites(tape: Tape) -> Tape:
     return Tape(tape.inputs, tape.outputs, nodes) if changed else tape
 
 
+# -- shape-only reads -----------------------------------------------------------------------
+def _shape_slots(a):
+    """The input slots of node `a` that are read for their shape only."""
+    name = type(a._prim).__name__
+    if name == "NumberOfElements":
+        return (0,)
+    if name == "DynamicBroadcast":
+        return tuple(range(1, len(a._inputs)))
+    if name in ("SumLike", "ReshapeLike"):
+        return (1,)
+    return ()
+
+
+def _shape_source(x):
+    """An array with x's shape computed no later than x: down through fusable elementwise
+    producers to the earliest operand of the same shape (often a placeholder)."""
+    best = x
+    todo = [x]
+    seen = set()
+    while todo:
+        a = todo.pop()
+        if id(a) in seen or a._prim is None or not is_fusable(a._prim):
+            continue
+        seen.add(id(a))
+        for y in a._inputs:
+            if y._shape == x._shape:
+                best = y
+                todo.append(y)
+                break
+    return best
+
+
+def rewire_shape_reads(tape: Tape) -> None:
+    """Point shape-only reads (`mean`'s NumberOfElements in a shapeless trace, the "like"
+    inputs of shape-following broadcasts and sums) at an earlier array of the same shape, so
+    they do not pin a region's intermediate values (they would make it an output or split
+    the region)."""
+    for a in tape.nodes:
+        for slot in _shape_slots(a):
+            x = a._inputs[slot]
+            y = _shape_source(x)
+            if y is not x:
+                _set_input(a, slot, y)
+
+
 # -- grouping --------------------------------------------------------------------------------
 def _consumers(nodes):
     cons = {}
@@ -228,6 +273,17 @@ def _grow(seed, space, nodes, pos, cons, taken, output_ids):
     return members if n_in + n_out <= MAX_ARRAYS else None
 
 
+def _bake(data) -> bool:
+    """Whether a scalar constant is written into a row kernel's source. Non-integral finite
+    floats (1/C of a mean, eps) are read at run time instead: one kernel then serves every
+    row length, where baking 1/C would build a new kernel per length."""
+    v = np.asarray(data).reshape(-1)[0]
+    if np.asarray(data).dtype.kind not in "fc":
+        return True
+    v = complex(v)
+    return not (np.isfinite(v.real) and v.imag == 0 and v.real != int(v.real))
+
+
 def _splits(a, members) -> bool:
     """A broadcast of region inputs is never a kernel output: the region computes its own
     copy (strides) and the node stays in the tape for its other consumers (as `fuse` splits
@@ -252,7 +308,7 @@ def _emit(members, nodes, pos, cons, output_ids, input_ids, space):
     for k, x in enumerate(inputs):
         ref[id(x)] = k
         if (x._prim is None and x._data is not None and x.size == 1
-                and id(x) not in input_ids):
+                and id(x) not in input_ids and _bake(x._data)):
             specs.append(IRInput.constant(x._data))
         else:
             specs.append(IRInput(x._dtype))
@@ -281,6 +337,7 @@ def _emit(members, nodes, pos, cons, output_ids, input_ids, space):
 def fuse_rows(tape: Tape) -> Tape:
     """Replace row regions of `tape` by `Compiled` row kernels (see the module doc)."""
     tape = expand_composites(tape)
+    rewire_shape_reads(tape)
     input_ids = {id(x) for x in tape.inputs}
     nodes = list(tape.nodes)
     if not any(_reduction_space(a) is not None for a in nodes):

@@ -139,6 +139,10 @@ class Reduce(Primitive):
                     r = np.prod(x.astype(acc_dtype(x.dtype), copy=False), axis=axes,
                                 keepdims=True)
             else:
+                for a in axes:  # reached by a shapeless replay: eager's error
+                    if x.shape[a] == 0:
+                        raise ValueError(f"[{rt}] Cannot {rt} reduce over axis {a} with "
+                                         "size 0.")
                 xf = x.astype(acc_dtype(x.dtype), copy=False)
                 r = (np.max if rt == "max" else np.min)(xf, axis=axes, keepdims=True)
             return [np.asarray(r).astype(out_np, copy=False)]
