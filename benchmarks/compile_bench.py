@@ -115,36 +115,40 @@ class Progress:
 
 # -- timing -----------------------------------------------------------------------------------
 class Runner:
-    """Calls one built function repeatedly; `stateful` rebinds (p, m, v) from each result."""
+    """Calls one built function repeatedly. A `stateful` workload (Adam: p, m, v, g -> p, m, v)
+    is driven the way a training loop is written: `p, m, v = step(p, m, v, g)` rebinds the state
+    *before* it is waited for (`mx.eval(p, m, v)`), so the previous state is referenced only by
+    the pending computation and a lazy library may donate its buffers to the new state (MLX and
+    braze do, JAX through `donate_argnums`, PyTorch's step is in place). The runner itself keeps
+    no reference to the state while a call runs."""
 
     def __init__(self, variant, fn, args, stateful):
-        self.v, self.fn, self.args, self.stateful = variant, fn, args, stateful
-
-    def call(self):
-        out = self.fn(*self.args)
-        self.v.sync(out)
-        if self.stateful:
-            self.args = (*out, self.args[-1])
-        return out
+        self.v, self.fn, self.stateful = variant, fn, stateful
+        if stateful:
+            self.state, self.g = tuple(args[:-1]), args[-1]
+        else:
+            self.args = args
 
     def timed(self, k: int) -> float:
-        fn, sync, args = self.fn, self.v.sync, self.args
+        fn, sync = self.fn, self.v.sync
         if self.stateful:
-            g = args[-1]
+            g = self.g
+            state, self.state = self.state, None
             t0 = time.perf_counter()
             for _ in range(k):
-                out = fn(*args)
-                sync(out)
-                args = (*out, g)
+                state = fn(*state, g)  # the old state now lives only in the pending graph
+                sync(state)
             t = time.perf_counter() - t0
-            self.args = args
+            self.state = tuple(state)
+            del state
         else:
+            args = self.args
             t0 = time.perf_counter()
             for _ in range(k):
                 out = fn(*args)
                 sync(out)
             t = time.perf_counter() - t0
-        del out
+            del out
         return t / k
 
 

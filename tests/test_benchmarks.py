@@ -77,3 +77,30 @@ def test_sizes_and_traffic(bench):
 def test_unknown_workload_is_an_error(bench):
     with pytest.raises(SystemExit):
         bench.main(["--quick", "--workloads", "nope"])
+
+
+def test_stateful_runner_drops_the_old_state_before_waiting(bench):
+    """Adam is timed as `p, m, v = step(p, m, v, g); eval(p, m, v)`: when the new state is
+    waited for, nothing but the pending computation holds the old one (so it can be donated)."""
+    import weakref
+
+    class State:
+        pass
+
+    refs = []
+
+    class Variant:
+        def sync(self, out):
+            assert all(r() is None for r in refs[:-3])  # every state but the newest is gone
+
+    def step(p, m, v, g):
+        out = (State(), State(), State())
+        refs.extend(weakref.ref(o) for o in out)
+        return out
+
+    init = (State(), State(), State(), State())
+    refs.extend(weakref.ref(o) for o in init[:3])
+    runner = bench.Runner(Variant(), step, init, True)
+    del init
+    assert runner.timed(3) >= 0
+    assert len(refs) == 12 and all(r() is not None for r in refs[-3:])

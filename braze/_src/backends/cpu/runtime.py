@@ -47,7 +47,22 @@ from .mathlib import _wadd as wadd
 from .mathlib import _wmul as wmul
 from .mathlib import _wsub as wsub
 
-_jit = njit(error_model="numpy", cache=False)
+
+def _jit(py_func):
+    """njit for the helpers below, cached on disk by Numba (each costs 40-75 ms to compile on
+    first use in a process, paid inside the first kernel that calls it); without a usable
+    cache location Numba refuses `cache=True` and the helper compiles per process. Numba
+    invalidates a cached helper when this file changes, not when mathlib.py does: helpers that
+    inline mathlib *functions* use `_jit_uncached` (mathlib's bit-cast and wrap-around
+    intrinsics, fixed operations, are fine)."""
+    try:
+        return njit(error_model="numpy", cache=True)(py_func)
+    except Exception:  # pragma: no cover - no writable cache location
+        return njit(error_model="numpy")(py_func)
+
+
+_jit_uncached = njit(error_model="numpy", cache=False)
+
 
 __all__ = [
     "f16_to_f32", "bf16_to_f32", "f32_to_f16", "f64_to_f16", "f32_to_bf16", "f64_to_bf16",
@@ -323,7 +338,7 @@ def rint_f64(x):
     return r if ax < m else x
 
 
-@_jit
+@_jit_uncached
 def logaddexp_f32(x, y):
     """NumPy's npy_logaddexpf, with the vectorizable exp/log1p of mathlib."""
     tmp = x - y
@@ -333,7 +348,7 @@ def logaddexp_f32(x, y):
     return x + np.float32(0.6931471805599453) if x == y else r
 
 
-@_jit
+@_jit_uncached
 def logaddexp_f64(x, y):
     tmp = x - y
     big = x if tmp > 0 else y
@@ -415,26 +430,37 @@ def erfinv_mlx_f32(a):
 # -- the math library, for kernels -------------------------------------------------------------
 # mathlib's functions are `inline="always"`: Numba inlines them at its IR level, which costs
 # 0.2-0.4 s of typing per call site and per kernel. Kernels call these copies instead: plain
-# dispatchers compiled once per process and marked `alwaysinline` for LLVM, so a kernel that
-# calls them compiles in ~0.1 s and LLVM still inlines and vectorizes them.
+# dispatchers compiled on first use and marked `alwaysinline` for LLVM, so a kernel that calls
+# them compiles in ~0.1 s and LLVM still inlines and vectorizes them. Compiling a copy costs
+# 0.1-0.35 s, so they are cached on disk by Numba (`cache=True`, in `__pycache__` beside
+# mathlib.py, or Numba's user cache directory when that is read-only; invalidated when
+# mathlib.py changes), like memory.py's allocator hooks: only the first process on a machine
+# pays, later ones load them in milliseconds. The cached object code keeps its LLVM bitcode,
+# which is what kernels link and inline.
+def _math_copy(py_func):
+    """The kernel-callable copy of one mathlib function (disk-cached when Numba has a cache
+    location; Numba refuses `cache=True` when it has none)."""
+    try:
+        return njit(error_model="numpy", nogil=True, cache=True)(py_func)
+    except Exception:  # pragma: no cover - no writable cache location
+        return njit(error_model="numpy", nogil=True)(py_func)
+
+
 MATH = {}
 for _name, _fn in mathlib.FUNCTIONS.items():
-    MATH[_name] = globals()[_name] = njit(error_model="numpy", nogil=True)(_fn.py_func)
+    MATH[_name] = globals()[_name] = _math_copy(_fn.py_func)
     __all__.append(_name)
 _PREPARED: set = set()
 
 
 def _force_inline(disp) -> None:
     """Mark every compiled overload of `disp` `alwaysinline` in the LLVM module that callers
-    link (best effort: without it the call stays a call)."""
+    link (best effort: without it the call stays a call). Works for a fresh compile and for an
+    overload loaded from Numba's disk cache alike: both link the library's shared module."""
     for cres in disp.overloads.values():
         try:
-            lib = cres.library
-            lib._ensure_finalized()
-            fn = lib._final_module.get_function(cres.fndesc.llvm_func_name)
-            fn.add_function_attribute("alwaysinline")
-            if getattr(lib, "_shared_module", None) is not None:
-                lib._shared_module = None
+            mod = cres.library._get_module_for_linking()
+            mod.get_function(cres.fndesc.llvm_func_name).add_function_attribute("alwaysinline")
         except Exception:  # pragma: no cover - Numba internals moved
             pass
 
