@@ -329,7 +329,11 @@ def _cast(src: np.ndarray, target: D.Dtype) -> np.ndarray:
     if src.dtype.kind == "c" and target.kind != "c":
         src = src.real
     with np.errstate(invalid="ignore", over="ignore"):
-        return np.array(src, dtype=target.np_dtype, order="C", copy=True)
+        if src.nbytes < memory.LARGE:
+            return np.array(src, dtype=target.np_dtype, order="C", copy=True)
+        out = memory.empty(src.shape, target.np_dtype)  # aligned, from the buffer cache
+        np.copyto(out, src, casting="unsafe")
+        return out
 
 
 def _check_numpy_kind(src: np.ndarray) -> None:

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from numba import njit
 
-_jit = njit(error_model="numpy", nogil=True, boundscheck=False, cache=False)
+
+def _jit(py_func):
+    """njit, cached on disk by Numba (compiling these costs ~0.3 s inside the first row
+    kernel of a process); without a cache location Numba refuses cache=True."""
+    try:
+        return njit(error_model="numpy", nogil=True, boundscheck=False, cache=True)(py_func)
+    except Exception:  # pragma: no cover - no writable cache location
+        return njit(error_model="numpy", nogil=True, boundscheck=False)(py_func)
 
 
 @_jit
