@@ -78,6 +78,12 @@ def _is_red(op) -> bool:
     return op.row and type(op.prim).__name__ in _RED
 
 
+def _value_args(op) -> tuple:
+    """The arguments whose values `op` reads (a shape-following broadcast reads its other
+    arguments for their shapes only)."""
+    return op.args[:1] if type(op.prim).__name__ == "DynamicBroadcast" else op.args
+
+
 def donor_outputs(ir, stash) -> tuple:
     """Which outputs may be written into a donated input: full outputs of the last pass (an
     earlier pass's output would overwrite an input a later pass reads again)."""
@@ -93,7 +99,7 @@ def row_read_inputs(ir) -> set:
     out = set()
     for op in ir.ops:
         if op.row and not _is_red(op):
-            out.update(a for a in op.args if a < n)
+            out.update(a for a in _value_args(op) if a < n)
     return out
 
 
@@ -127,11 +133,12 @@ class _Plan:
                 if online:
                     self._merge(r)
                 continue
-            if op.row and not all(self.rowlike[a] for a in op.args):
+            args = _value_args(op)
+            if op.row and not all(self.rowlike[a] for a in args):
                 raise Unsupported("a per-row op reads an input that is not per row")
-            self.rowlike[r] = all(self.rowlike[a] for a in op.args)
-            self.invariant[r] = all(self.invariant[a] for a in op.args)
-            self.level[r] = max((self.level[a] for a in op.args), default=0)
+            self.rowlike[r] = all(self.rowlike[a] for a in args)
+            self.invariant[r] = all(self.invariant[a] for a in args)
+            self.level[r] = max((self.level[a] for a in args), default=0)
         reds = [n + i for i, op in enumerate(ir.ops) if _is_red(op)]
         full_outs = [r for r in ir.outputs if not ir.is_row(r)]
         self.n_pass = max([self.red_pass[r] + 1 for r in reds]
@@ -196,7 +203,7 @@ class _Plan:
                 loads.add(r)
                 continue
             need.add(r)
-            todo.extend(ops[r - n].args)
+            todo.extend(_value_args(ops[r - n]))
         return sorted(need), sorted(loads)
 
     def targets(self, p) -> tuple:
@@ -314,7 +321,9 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
     def load(k) -> str:
         dt = ir.inputs[k].dtype
         ld = _LOAD.get(dt.name)
-        src = (f"x{k}[j]" if letters[k] == "V"
+        # unsigned indices: no negative-index wrap-around code (it slowed compiles by a
+        # quarter and must not reach the vectorizer)
+        src = (f"in{k}[np.uint64(q{k} + j)]" if letters[k] == "V"
                else f"in{k}[np.uint64(p{k} + (j0 + j) * cs{k})]")
         src = f"{ctx.rt(ld)}({src})" if ld else src
         return f"v{k} = {src}  # in{k}: {dt.name}"
@@ -399,44 +408,48 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
         writes = [r for r in ops_needed if stash.get(r) == p]
         used = set()
         for r in ops_needed:
-            used.update(a for a in ir.ops[r - n].args if a < n)
+            used.update(a for a in _value_args(ir.ops[r - n]) if a < n)
         used.update(r for r in plan.operands(p) if r < n)
         used = [k for k in vec if k in used and letters[k] in "VG"]
-        body.append(f"for j0 in range(0, C, {CHUNK}):")
-        inner = ["m = min(%d, C - j0)" % CHUNK]
-        for k in used:
-            if letters[k] == "V":
-                inner.append(f"x{k} = in{k}[p{k} + j0:p{k} + j0 + m]")
-            else:
-                inner.append(f"cs{k} = cstrides[{slot[k]}]")
-        for r in sorted(set(reads) | set(writes)):
-            inner.append(f"u{r - n} = z{r - n}[j0:j0 + m]")
-        for j, _ in outs:
-            inner.append(f"y{j} = out{j}[rc + j0:rc + j0 + m]")
-        inner.append("for j in range(m):")
-        loop = [load(k) for k in used]
-        loop += [f"t{r - n} = u{r - n}[j]  # t{r - n}: stashed in an earlier pass"
-                 for r in reads]
-        for r in ops_needed:
-            loop.append(expr_line(r - n))
-            if r in writes:
-                loop.append(f"u{r - n}[j] = t{r - n}  # stash t{r - n} for a later pass")
         direct = {}  # reductions of a contiguous input of the accumulator's type: no copy
         for r in reds:
             op = ir.ops[r - n]
             a = plan.operand[r]
-            if r in plan.online:  # reads its max's buffer
-                continue
-            if (a < n and letters.get(a) == "V" and a not in _LOAD_NAMES(ir, a)
+            if (r not in plan.online and a < n and letters.get(a) == "V"
+                    and not _converted_on_load(ir, a)
                     and _CT[ir.dtype_of(a).name] == red_info[r]
                     and _acc_dtype(op, ir.dtype_of(a)) == ir.dtype_of(a)):
                 direct[r] = f"x{a}"
+        body.append(f"for j0 in range(0, C, {CHUNK}):")
+        inner = ["m = min(%d, C - j0)" % CHUNK]
+        for k in used:
+            if letters[k] == "V":
+                inner.append(f"q{k} = p{k} + j0")
+            else:
+                inner.append(f"cs{k} = cstrides[{slot[k]}]")
+        for k in sorted({int(v[1:]) for v in direct.values()}):
+            inner.append(f"x{k} = in{k}[p{k} + j0:p{k} + j0 + m]")
+        if outs:
+            inner.append("w = rc + j0")
+        inner.append("for j in range(m):")
+        loop = [load(k) for k in used]
+        loop += [f"t{r - n} = z{r - n}[np.uint64(j0 + j)]  # t{r - n}: stashed in an "
+                 "earlier pass" for r in reads]
+        for r in ops_needed:
+            loop.append(expr_line(r - n))
+            if r in writes:
+                loop.append(f"z{r - n}[np.uint64(j0 + j)] = t{r - n}  # stash t{r - n} for a "
+                            "later pass")
+        for r in reds:
+            op = ir.ops[r - n]
+            a = plan.operand[r]
+            if r in plan.online or r in direct:  # online: reads its max's buffer
                 continue
             val = _cast(ctx, names[a], ir.dtype_of(a), _acc_dtype(op, ir.dtype_of(a)))
-            loop.append(f"b{r - n}[j] = {val}  # operand of t{r - n}")
+            loop.append(f"b{r - n}[np.uint64(j)] = {val}  # operand of t{r - n}")
         for j, r in outs:
-            loop.append(f"y{j}[j] = {_store(ctx, ir, r, names[r])}  # out{j} <- "
-                        f"{ir.ref_name(r)}")
+            loop.append(f"out{j}[np.uint64(w + j)] = {_store(ctx, ir, r, names[r])}"
+                        f"  # out{j} <- {ir.ref_name(r)}")
         if any(not s.startswith("v") for s in loop):  # else: only loads, nothing to compute
             inner += ["    " + s for s in loop]
         else:
@@ -516,9 +529,9 @@ def _acc_dtype(op, arg_dt):
     return op.dtype
 
 
-def _LOAD_NAMES(ir, k) -> tuple:
-    """Inputs whose buffers need a conversion on load (half precision)."""
-    return (k,) if ir.inputs[k].dtype.name in _LOAD else ()
+def _converted_on_load(ir, k) -> bool:
+    """Whether input k's buffer elements are converted when loaded (half precision)."""
+    return ir.inputs[k].dtype.name in _LOAD
 
 
 def _fold(ctx, op, i, acc, buf=None) -> list:
