@@ -483,3 +483,21 @@ def test_kernels_compile_with_noalias_arguments(cpu):
 def test_complex_regions_run_on_the_reference(cpu):
     x = mx.array(np.array([1 + 2j, 3 - 1j], np.complex64))
     same(*run_both(lambda v: v * v + 1.0, x))
+
+
+@pytest.mark.parametrize("dt", [mx.float32, mx.float64, mx.float16, mx.bfloat16])
+def test_square_power_is_a_multiply_with_pow_semantics(cpu, dt):
+    """`x ** 2` (a Power by the broadcast constant 2) is rendered as x * x: bit-identical to
+    the reference (NaN, infinities, -0, overflow), elementwise and inside a row kernel."""
+    vals = np.array([0, -0.0, 1.5, -3, np.inf, -np.inf, np.nan, 1e20, 1e-30, 65504, 3e38,
+                     -2.5e-20], np.float32)
+    x = mx.array(vals).astype(dt)
+    cpu._entries.clear()  # a cache: only this test's kernels are looked at below
+    got, ref = run_both(lambda a: (a + 0) ** 2, x)
+    same(got, ref)
+    assert np.array_equal(np.signbit(got.astype(np.float64)), np.signbit(ref.astype(np.float64)))
+    got, ref = run_both(lambda a: mx.sum((a - 1) ** 2, axis=-1, keepdims=True), x)
+    same(got, ref, exact=False, rtol=1e-6 if dt in (mx.float32, mx.float64) else 1e-2)
+    srcs = [p.source for e in cpu._entries.values() for p in e.programs.values()
+            if "Power" in p.name]
+    assert srcs and not any("power_f" in s for s in srcs)

@@ -46,6 +46,7 @@ from .render import (
     _kind,
     literal,
     op_expr,
+    square_power,
 )
 
 CHUNK = 1024
@@ -335,7 +336,8 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
             return (f"t{i} = {_CT[op.dtype.name]}(a{i} + C * (mu{i} - np.float64({mu})) ** 2)"
                     f"  # {_describe(ir, i, op)}")
         args = [names[a] for a in op.args]
-        expr = op_expr(ctx, op.prim, args, [ir.dtype_of(a) for a in op.args], op.dtype)
+        expr = square_power(ir, op, args) or op_expr(
+            ctx, op.prim, args, [ir.dtype_of(a) for a in op.args], op.dtype)
         pname = type(op.prim).__name__
         if op.dtype.name in HALF and pname not in _EXACT and pname != "AsType":
             expr = f"{ctx.rt(_ROUND[op.dtype.name])}({expr})"
