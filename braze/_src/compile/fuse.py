@@ -207,13 +207,17 @@ def _merge_one(dst, src, parents):
     pairs[:] = [(p, s) for p, s in pairs if p is not src]
 
 
-def _make_ir(inputs, fused, old_outputs, input_ids) -> KernelIR:
+def _make_ir(inputs, fused, old_outputs, input_ids, rows=None, reduce_ndim=0,
+             bake=None) -> KernelIR:
+    """The KernelIR of a region: `inputs` (scalar constants among them baked when `bake`
+    allows), the `fused` nodes in topological order (`rows[id(node)]`: a per-row value, for
+    row regions), `old_outputs` the nodes whose values leave the region."""
     ref = {}
     specs = []
     for k, x in enumerate(inputs):
         ref[id(x)] = k
         if (x._prim is None and x._data is not None and x.size == 1
-                and id(x) not in input_ids):
+                and id(x) not in input_ids and (bake is None or bake(x._data))):
             specs.append(IRInput.constant(x._data))
         else:
             specs.append(IRInput(x._dtype))
@@ -221,5 +225,7 @@ def _make_ir(inputs, fused, old_outputs, input_ids) -> KernelIR:
     ops_ = []
     for i, f in enumerate(fused):
         ref[id(f)] = n + i
-        ops_.append(IROp(f._prim, tuple(ref[id(x)] for x in f._inputs), f._dtype))
-    return KernelIR(tuple(specs), tuple(ops_), tuple(ref[id(o)] for o in old_outputs))
+        ops_.append(IROp(f._prim, tuple(ref[id(x)] for x in f._inputs), f._dtype,
+                         bool(rows and rows[id(f)])))
+    return KernelIR(tuple(specs), tuple(ops_), tuple(ref[id(o)] for o in old_outputs),
+                    reduce_ndim)

@@ -34,8 +34,7 @@ from ..prims.core import AsType, Broadcast
 from ..prims.reduce import ArgReduce, LogSumExp, Reduce, Softmax
 from ..prims.unary import ABS, EXP, Log
 from .compiled import Compiled
-from .fuse import _set_input, is_fusable
-from .kernel_ir import IRInput, IROp, KernelIR
+from .fuse import _make_ir, _set_input, is_fusable
 from .tape import Tape
 
 #: inputs + outputs of one row kernel, and its ops
@@ -303,22 +302,7 @@ def _emit(members, nodes, pos, cons, output_ids, input_ids, space):
                 inputs.append(x)
     outs = [a for a in order if id(a) in output_ids
             or (not _splits(a, ids) and any(id(c) not in ids for c in cons.get(id(a), ())))]
-    ref = {}
-    specs = []
-    for k, x in enumerate(inputs):
-        ref[id(x)] = k
-        if (x._prim is None and x._data is not None and x.size == 1
-                and id(x) not in input_ids and _bake(x._data)):
-            specs.append(IRInput.constant(x._data))
-        else:
-            specs.append(IRInput(x._dtype))
-    n = len(inputs)
-    ops = []
-    for i, a in enumerate(order):
-        ref[id(a)] = n + i
-        ops.append(IROp(a._prim, tuple(ref[id(x)] for x in a._inputs), a._dtype,
-                        members[id(a)]))
-    ir = KernelIR(tuple(specs), tuple(ops), tuple(ref[id(o)] for o in outs), space.k)
+    ir = _make_ir(inputs, order, outs, input_ids, members, space.k, _bake)
     prim = Compiled(ir)
     ins = tuple(inputs)
     new = [array._node(o._shape, o._dtype, prim, ins) for o in outs]

@@ -349,23 +349,7 @@ def _row_layout(xs, shape, k):
         vs.append((st[:lead], cs))
         buf, off = _span(x)
         bufs.append((buf, off))
-    # row dims: drop size-1 ones, merge neighbours every input allows
-    dims = [d for d in range(lead) if shape[d] != 1]
-    rs = [shape[d] for d in dims]
-    rst = [[st[d] for d in dims] for st, _ in vs]
-    if not rs:
-        rs, rst = [1], [[0] for _ in vs]
-    cs_, cst_ = [rs[0]], [[s[0]] for s in rst]
-    for d in range(1, len(rs)):
-        m = rs[d]
-        if all(c[-1] == s[d] * m for c, s in zip(cst_, rst)):
-            cs_[-1] *= m
-            for c, s in zip(cst_, rst):
-                c[-1] = s[d]
-        else:
-            cs_.append(m)
-            for c, s in zip(cst_, rst):
-                c.append(s[d])
+    cs_, cst_ = _collapse(shape[:lead], [st[:lead] for st, _ in vs])
     offs = [b[1] for b in bufs if isinstance(b, tuple)]
     flat = [b[0] if isinstance(b, tuple) else b for b in bufs]
     return ("".join(letters), flat, np.array(cs_, dtype=np.int64),
@@ -416,24 +400,7 @@ def _strided_layout(xs, scal, out_shape, half_in):
                 x = np.ascontiguousarray(x)
                 st = _broadcast_strides(x, out_shape)
             vs.append((x, st))
-    # drop size-1 dimensions, then merge adjacent dimensions every operand allows
-    dims = [d for d in range(len(out_shape)) if out_shape[d] != 1]
-    shape = [out_shape[d] for d in dims]
-    strides = [[st[d] for d in dims] for _, st in vs]
-    if not shape:
-        shape = [1]
-        strides = [[0] for _ in vs]
-    cs, cst = [shape[0]], [[s[0]] for s in strides]
-    for d in range(1, len(shape)):
-        n = shape[d]
-        if all(c[-1] == s[d] * n for c, s in zip(cst, strides)):
-            cs[-1] *= n
-            for c, s in zip(cst, strides):
-                c[-1] = s[d]
-        else:
-            cs.append(n)
-            for c, s in zip(cst, strides):
-                c.append(s[d])
+    cs, cst = _collapse(out_shape, [st for _, st in vs])
     bufs, offs = [], []
     for x, s, h in zip(xs, scal, half_in):
         if s == "V":
@@ -446,6 +413,28 @@ def _strided_layout(xs, scal, out_shape, half_in):
     st_a = np.array(cst, dtype=np.int64).reshape(len(vs), len(cs))
     off_a = np.array(offs, dtype=np.int64)
     return shape_a, bufs, st_a, off_a
+
+
+def _collapse(shape, strides):
+    """Drop size-1 dimensions, then merge neighbouring dimensions every operand's strides
+    allow: (collapsed shape, one collapsed stride list per operand); at least one dimension."""
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    cut = [shape[d] for d in dims]
+    sts = [[st[d] for d in dims] for st in strides]
+    if not cut:
+        return [1], [[0] for _ in strides]
+    cs, cst = [cut[0]], [[s[0]] for s in sts]
+    for d in range(1, len(cut)):
+        n = cut[d]
+        if all(c[-1] == s[d] * n for c, s in zip(cst, sts)):
+            cs[-1] *= n
+            for c, s in zip(cst, sts):
+                c[-1] = s[d]
+        else:
+            cs.append(n)
+            for c, s in zip(cst, sts):
+                c.append(s[d])
+    return cs, cst
 
 
 def _span(x):

@@ -487,18 +487,27 @@ def render(ir, variant: CpuVariant, fn_name: str = "kernel", cache: bool = False
             lines.append(ind * 3 + s)
         lines.append(ind * 2 + "i += cnt")
 
-    # -- module ------------------------------------------------------------------------------
-    head = [f'"""braze kernel {ir.name}{variant.suffix} (IR key {ir.key})', ""]
+    sig = ["types.int64", "types.int64"]
+    if strided:
+        sig += ["_I64_1", "_I64_2", "_I64_1"]
+    return module_source(f"braze kernel {ir.name}{variant.suffix}", ir, ctx, sig, sig_in,
+                         sig_out, cache, [], lines)
+
+
+def module_source(title, ir, ctx, sig, sig_in, sig_out, cache, imports, lines) -> str:
+    """A kernel module: docstring (the IR), imports, the signature (`sig`: the leading
+    arguments' types, then the input and output buffers' element types), the decorated
+    function `lines`."""
+    head = [f'"""{title} (IR key {ir.key})', ""]
     head += ["  " + ln for ln in str(ir).splitlines()[1:]]
     head += ['"""', "import numpy as np", "from numba import njit, types", ""]
     rt = sorted(ctx.runtime | ctx.mathlib)  # runtime re-exports mathlib's functions
     if rt:
         head.append("from braze._src.backends.cpu.runtime import " + ", ".join(rt))
     head.append("from braze._src.backends.cpu.mathlib import _bits_f32, _bits_f64")
+    head += imports
     head.append("")
-    sig = ["types.int64", "types.int64"]
-    if strided:
-        sig += ["_I64_1", "_I64_2", "_I64_1"]
+    sig = list(sig)
     sig += [f"types.Array(types.{t}, 1, 'C', readonly=True)" for t in sig_in]
     sig += [f"types.Array(types.{t}, 1, 'C')" for t in sig_out]
     head.append("_I64_1 = types.Array(types.int64, 1, 'C', readonly=True)")

@@ -45,6 +45,7 @@ from .render import (
     _describe,
     _kind,
     literal,
+    module_source,
     op_expr,
     square_power,
 )
@@ -496,28 +497,11 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
     lines.append(ind + "for r in range(start, stop):")
     lines += [ind * 2 + s for s in body]
 
-    head = [f'"""braze row kernel {ir.name}{variant.suffix} (IR key {ir.key})', ""]
-    head += ["  " + ln for ln in str(ir).splitlines()[1:]]
-    head += ['"""', "import numpy as np", "from numba import njit, types", ""]
-    rt = sorted(ctx.runtime | ctx.mathlib)
-    if rt:
-        head.append("from braze._src.backends.cpu.runtime import " + ", ".join(rt))
-    head.append("from braze._src.backends.cpu.mathlib import _bits_f32, _bits_f64")
-    head.append("from braze._src.backends.cpu.rowlib import "
-                "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin, lsqdev")
-    head.append("")
+    imports = ["from braze._src.backends.cpu.rowlib import "
+               "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin, lsqdev"]
     sig = ["types.int64"] * 3 + ["_I64_1", "_I64_2", "_I64_1", "_I64_1"]
-    sig += [f"types.Array(types.{t}, 1, 'C', readonly=True)" for t in sig_in]
-    sig += [f"types.Array(types.{t}, 1, 'C')" for t in sig_out]
-    head.append("_I64_1 = types.Array(types.int64, 1, 'C', readonly=True)")
-    head.append("_I64_2 = types.Array(types.int64, 2, 'C', readonly=True)")
-    head.append("SIGNATURE = types.void(" + ", ".join(sig) + ")")
-    head.append(f"CACHE = {bool(cache)}  # Numba's on-disk cache (modules in the kernel cache)")
-    head.append("")
-    head.append("")
-    head.append('@njit(SIGNATURE, error_model="numpy", nogil=True, boundscheck=False, '
-                'cache=CACHE)')
-    return "\n".join(head + lines) + "\n"
+    return module_source(f"braze row kernel {ir.name}{variant.suffix}", ir, ctx, sig, sig_in,
+                         sig_out, cache, imports, lines)
 
 
 def _acc_dtype(op, arg_dt):
