@@ -165,18 +165,8 @@ def fuse(tape: Tape) -> Tape:
                 raise RuntimeError("[compile] Compilation failed. Tried to fuse operations "
                                    "with different output shapes.")
 
-        ir = _make_ir(inputs, fused, old_outputs, input_ids)
-        prim = Compiled(ir)
-        ins = tuple(inputs)
-        outs = [array._node(o._shape, o._dtype, prim, ins) for o in old_outputs]
-        if len(outs) > 1:
-            outs_t = tuple(outs)
-            for k, o in enumerate(outs):
-                o._siblings = outs_t
-                o._idx = k
-        tracer = any(o._tracer for o in old_outputs)
-        for o in outs:
-            o._tracer = tracer
+        outs = compiled_nodes(_make_ir(inputs, fused, old_outputs, input_ids), inputs,
+                              old_outputs)
         new_tape.extend(reversed(outs))
 
         # the inputs' consumers inside the group are replaced by the compiled outputs
@@ -193,6 +183,21 @@ def fuse(tape: Tape) -> Tape:
     new_tape.reverse()
     outputs = [output_map.get(id(o), o) for o in tape.outputs]
     return Tape(tape.inputs, outputs, new_tape)
+
+
+def compiled_nodes(ir, inputs, old_outputs) -> list:
+    """The output nodes (siblings) of a new `Compiled` node for `ir`, one per old output."""
+    prim = Compiled(ir)
+    ins = tuple(inputs)
+    outs = [array._node(o._shape, o._dtype, prim, ins) for o in old_outputs]
+    if len(outs) > 1:
+        t = tuple(outs)
+        for k, o in enumerate(outs):
+            o._siblings, o._idx = t, k
+    tracer = any(o._tracer for o in old_outputs)
+    for o in outs:
+        o._tracer = tracer
+    return outs
 
 
 def _merge_one(dst, src, parents):

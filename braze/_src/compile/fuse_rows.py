@@ -33,8 +33,7 @@ from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
 from ..prims.reduce import ArgReduce, LogSumExp, Reduce, Softmax
 from ..prims.unary import ABS, EXP, Log
-from .compiled import Compiled
-from .fuse import _make_ir, _set_input, is_fusable
+from .fuse import _make_ir, _set_input, compiled_nodes, is_fusable
 from .tape import Tape
 
 #: inputs + outputs of one row kernel, and its ops
@@ -302,17 +301,8 @@ def _emit(members, nodes, pos, cons, output_ids, input_ids, space):
                 inputs.append(x)
     outs = [a for a in order if id(a) in output_ids
             or (not _splits(a, ids) and any(id(c) not in ids for c in cons.get(id(a), ())))]
-    ir = _make_ir(inputs, order, outs, input_ids, members, space.k, _bake)
-    prim = Compiled(ir)
-    ins = tuple(inputs)
-    new = [array._node(o._shape, o._dtype, prim, ins) for o in outs]
-    if len(new) > 1:
-        t = tuple(new)
-        for j, o in enumerate(new):
-            o._siblings, o._idx = t, j
-    tracer = any(o._tracer for o in outs)
-    for o in new:
-        o._tracer = tracer
+    new = compiled_nodes(_make_ir(inputs, order, outs, input_ids, members, space.k, _bake),
+                         inputs, outs)
     split = {id(a) for a in order if _splits(a, ids)
              and any(id(c) not in ids for c in cons.get(id(a), ()))}
     return new, outs, split
