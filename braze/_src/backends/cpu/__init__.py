@@ -66,7 +66,7 @@ class CpuProgram(Program):
 
 class _Entry:
     __slots__ = ("ir", "run", "fallback", "programs", "fns", "half_in", "half_out", "out_np",
-                 "any_half", "scalars", "row_read", "row_donors")
+                 "any_half", "scalars", "row_read", "row_donors", "row_layouts")
 
     def __init__(self, ir):
         self.ir = ir
@@ -84,6 +84,7 @@ class _Entry:
         rr = row_read_inputs(ir) if ir.reduce_ndim else ()
         self.row_read = tuple(pos for pos, k in enumerate(self.run) if k in rr)
         self.row_donors = None
+        self.row_layouts = {}  # (shape, input shapes and strides) -> _RowLayout
 
     def default_variant(self):
         """The variant rendered up front to find unsupported regions."""
@@ -254,12 +255,21 @@ class CpuBackend(Backend):
         for s in shape[len(shape) - k:]:
             ncol *= s
         xs = [inputs[j] for j in e.run]
-        lay = _row_layout(xs, shape, k) if nrow and ncol else None
-        if lay is None or any(lay[0][p] in "VG" for p in e.row_read):
+        lay = None
+        if nrow and ncol:
+            key = (shape, tuple([(x.shape, x.strides) for x in xs]))
+            lay = e.row_layouts.get(key)
+            if lay is None:
+                lay = _row_layout(xs, shape, k)
+                if len(e.row_layouts) > 32:
+                    e.row_layouts.clear()
+                e.row_layouts[key] = lay
+        if lay is None or any(lay.letters[p] in "VG" for p in e.row_read):
             # empty rows (max of nothing raises, as eager) or a shapeless call whose per-row
             # inputs are no longer per row: the reference backend follows the primitives
             return self._reference().run_compiled(ir, inputs, shape, donatable)
-        letters, bufs, rshape, rst, cst, offs = lay
+        letters = lay.letters
+        bufs = lay.buffers(xs, e.half_in)
         stash = ncol <= STASH_MAX
         donors = None
         if donatable:
@@ -278,13 +288,12 @@ class CpuBackend(Backend):
             outs.append(buf)
             f = buf.reshape(-1)
             flat.append(f.view(_U16) if e.half_out[j] else f)
-        bufs = [b.view(_U16) if h else b for b, h in zip(bufs, e.half_in)]
         key = ("rows", letters, stash)
         fn = e.fns.get(key)
         if fn is None:
             fn = e.fns[key] = self.program(ir, RowVariant(letters=letters, stash=stash)).fn
-        POOL.run(fn, nrow, (ncol, rshape, rst, cst, offs) + tuple(bufs) + tuple(flat),
-                 unit=ncol)
+        POOL.run(fn, nrow, (ncol, lay.rshape, lay.rstrides, lay.cstrides, lay.offsets)
+                 + tuple(bufs) + tuple(flat), unit=ncol)
         return outs
 
     def _run_one(self, ir, e, inputs, out_shape, donatable) -> list:
@@ -327,34 +336,59 @@ def _render(ir, variant, cache=False) -> str:
     return render_kernel(ir, variant, cache=cache)
 
 
-def _row_layout(xs, shape, k):
-    """For a row kernel over `shape` (last k axes = the row): (letters, 1-D buffers, row
-    shape, row strides, column strides, offsets) of the run-time inputs `xs`."""
+class _RowLayout:
+    """The geometry of a row kernel's inputs, the same for every call with the same shapes
+    and strides (so it is cached per entry): letters, row shape, row strides, column strides,
+    offsets, and how each input's 1-D buffer is obtained ("flat", "span" or "copy" with the
+    shape to broadcast to)."""
+
+    __slots__ = ("letters", "rshape", "rstrides", "cstrides", "offsets", "how")
+
+    def buffers(self, xs, half_in):
+        out = []
+        for x, (how, pad), h in zip(xs, self.how, half_in):
+            if how == "copy":  # the row is not one stride apart (a transposed input)
+                x = np.ascontiguousarray(np.broadcast_to(x, pad))
+                how = "flat"
+            b = x.reshape(-1) if how == "flat" else _span(x)[0]
+            out.append(b.view(_U16) if h else b)
+        return out
+
+
+def _row_layout(xs, shape, k) -> _RowLayout:
+    """The `_RowLayout` of the run-time inputs `xs` of a row kernel over `shape` (the last
+    k axes are the row)."""
     n = len(shape)
     lead = n - k
-    letters, vs, bufs = [], [], []
+    letters, vs, offs, how = [], [], [], []
     for x in xs:
         if x.size == 1:
             letters.append("S")
-            bufs.append(x.reshape(-1))
+            how.append(("flat", None))
             continue
         st = _broadcast_strides(x, shape)
         cs = None if st is None else _column_stride(st[lead:], shape[lead:])
-        if cs is None:  # the row is not one stride apart (a transposed input): copy it
+        mode = ("flat", None) if x.flags.c_contiguous else ("span", None)
+        if cs is None:  # copy the input, broadcast along the row, contiguous
             pad = (1,) * (n - x.ndim) + tuple(x.shape)
-            x = np.ascontiguousarray(np.broadcast_to(x, pad[:lead] + tuple(shape[lead:])))
+            pad = pad[:lead] + tuple(shape[lead:])
+            x = np.ascontiguousarray(np.broadcast_to(x, pad))
             st = _broadcast_strides(x, shape)
             cs = _column_stride(st[lead:], shape[lead:])
+            mode = ("copy", pad)
         letters.append("R" if cs == 0 else "V" if cs == 1 else "G")
         vs.append((st[:lead], cs))
-        buf, off = _span(x)
-        bufs.append((buf, off))
+        offs.append(_span(x)[1])
+        how.append(mode)
     cs_, cst_ = _collapse(shape[:lead], [st[:lead] for st, _ in vs])
-    offs = [b[1] for b in bufs if isinstance(b, tuple)]
-    flat = [b[0] if isinstance(b, tuple) else b for b in bufs]
-    return ("".join(letters), flat, np.array(cs_, dtype=np.int64),
-            np.array(cst_, dtype=np.int64).reshape(len(vs), len(cs_)),
-            np.array([c for _, c in vs], dtype=np.int64), np.array(offs, dtype=np.int64))
+    lay = _RowLayout()
+    lay.letters = "".join(letters)
+    lay.rshape = np.array(cs_, dtype=np.int64)
+    lay.rstrides = np.array(cst_, dtype=np.int64).reshape(len(vs), len(cs_))
+    lay.cstrides = np.array([c for _, c in vs], dtype=np.int64)
+    lay.offsets = np.array(offs, dtype=np.int64)
+    lay.how = how
+    return lay
 
 
 def _column_stride(st, shape):
