@@ -114,3 +114,36 @@ def test_short_rows_keep_three_passes_and_stash():
     stash = [s for s in sources if "_stash" in s.splitlines()[0]]
     assert stash and all("rescale" not in s for s in stash)
     assert any("stash t" in s for s in stash)
+
+
+@pytest.mark.parametrize("name, f, exact", [
+    ("sum", lambda x: mx.sum(x * 2), False),
+    ("mean_sq", lambda x: mx.mean((x - 0.5) ** 2), False),
+    ("max", lambda x: mx.max(mx.abs(x), axis=-1, keepdims=True), True),
+    ("min", lambda x: mx.min(x + 1, axis=-1), True),
+    ("any", lambda x: mx.any(x > 3.5), True),
+    ("all", lambda x: mx.all(x > -30), True),
+    ("int_sum", lambda x: mx.sum((x > 0).astype(mx.int32) * 3), True),
+    ("two_sums", lambda x: [mx.sum(x, -1), mx.max(x * x, -1) + mx.sum(x, -1)], False),
+])
+def test_few_long_rows_split_across_threads(name, f, exact):
+    """Fewer rows than threads: each thread reduces a column segment, the partial
+    accumulators are combined (NaN propagates through max/min), the per-row ops follow."""
+    from braze._src.backends.cpu import threads
+    rng = np.random.default_rng(9)
+    xs = rng.standard_normal((1, 5 * C + 17)).astype(np.float32)  # > the thread threshold
+    if name in ("max", "min"):
+        xs[0, 2 * C] = np.nan
+    x = mx.array(xs)
+    before = threads.POOL.launches
+    with config.override(num_threads=2):
+        got, ref, _ = _both(f, x)
+    assert threads.POOL.launches > before
+    if exact:
+        np.testing.assert_array_equal(got, ref)
+    else:
+        np.testing.assert_allclose(got, ref, rtol=1e-5)
+    eager = f(x)
+    eager = [eager] if not isinstance(eager, list) else eager
+    np.testing.assert_allclose(got, np.array([np.array(e) for e in eager], dtype=np.float64)
+                               .reshape(got.shape), rtol=1e-5)

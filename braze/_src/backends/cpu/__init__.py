@@ -29,9 +29,18 @@ from ..base import Backend, Program
 from . import mathlib  # noqa: F401
 from .render import HALF, CpuVariant, Unsupported
 from .render import render as render_kernel
-from .render_rows import STASH_MAX, RowVariant, donor_outputs, render_row_kernel, row_read_inputs
+from .render_rows import (
+    CHUNK,
+    STASH_MAX,
+    RowVariant,
+    donor_outputs,
+    render_row_kernel,
+    row_read_inputs,
+    split_plan,
+)
 from .threads import POOL
 from .threads import _threshold as _THRESHOLD
+from .threads import num_threads as _num_threads
 
 _U16 = np.dtype(np.uint16)
 
@@ -66,7 +75,7 @@ class CpuProgram(Program):
 
 class _Entry:
     __slots__ = ("ir", "run", "fallback", "programs", "fns", "half_in", "half_out", "out_np",
-                 "any_half", "scalars", "row_read", "row_donors", "row_layouts")
+                 "any_half", "scalars", "row_read", "row_donors", "row_layouts", "split")
 
     def __init__(self, ir):
         self.ir = ir
@@ -85,6 +94,7 @@ class _Entry:
         self.row_read = tuple(pos for pos, k in enumerate(self.run) if k in rr)
         self.row_donors = None
         self.row_layouts = {}  # (shape, input shapes and strides) -> _RowLayout
+        self.split = None  # render_rows.split_plan, computed on first need
 
     def default_variant(self):
         """The variant rendered up front to find unsupported regions."""
@@ -270,6 +280,11 @@ class CpuBackend(Backend):
             return self._reference().run_compiled(ir, inputs, shape, donatable)
         letters = lay.letters
         bufs = lay.buffers(xs, e.half_in)
+        if nrow < _num_threads() and nrow * ncol >= _THRESHOLD[0] and ncol >= 2 * CHUNK:
+            if e.split is None:
+                e.split = split_plan(ir) or ()
+            if e.split:
+                return self._run_split(ir, e, inputs, shape, lay, bufs, nrow, ncol)
         stash = ncol <= STASH_MAX
         donors = None
         if donatable:
@@ -295,6 +310,34 @@ class CpuBackend(Backend):
         POOL.run(fn, nrow, (ncol, lay.rshape, lay.rstrides, lay.cstrides, lay.offsets)
                  + tuple(bufs) + tuple(flat), unit=ncol)
         return outs
+
+    def _run_split(self, ir, e, inputs, shape, lay, bufs, nrow, ncol) -> list:
+        """Few long rows (a full reduction): each thread reduces a column segment of every
+        row into partial accumulators, combined here; the per-row ops after the reductions
+        run on the numpy backend (they are (rows, 1)-sized)."""
+        nseg = _num_threads()
+        step = -(-ncol // nseg)
+        step = -(-step // CHUNK) * CHUNK  # segments on chunk boundaries
+        bounds = [(c0, min(ncol, c0 + step)) for c0 in range(0, ncol, step)]
+        key = ("rows", lay.letters, "partial")
+        fn = e.fns.get(key)
+        if fn is None:
+            fn = e.fns[key] = self.program(
+                ir, RowVariant(letters=lay.letters, partial=True)).fn
+        parts = [np.empty((len(bounds), nrow), dtype=np.bool_ if acc == "boolean" else acc)
+                 for _, _, acc in e.split]
+        argsets = []
+        for t, (c0, c1) in enumerate(bounds):
+            offs = lay.offsets + c0 * lay.cstrides
+            argsets.append((0, nrow, c1 - c0, lay.rshape, lay.rstrides, lay.cstrides, offs)
+                           + tuple(bufs) + tuple(p[t] for p in parts))
+        POOL.run(_segments, len(bounds), (fn, argsets), unit=step)
+        known = {}
+        row = ir.row_shape(shape)
+        for (r, rt, _), p in zip(e.split, parts):
+            v = _COMBINE[rt](p, axis=0)
+            known[r] = v.astype(ir.dtype_of(r).np_dtype).reshape(row)
+        return self._reference().run_known(ir, inputs, shape, known)
 
     def _run_one(self, ir, e, inputs, out_shape, donatable) -> list:
         """A single-element launch, the lean path of tiny calls: every input is one element,
@@ -328,6 +371,17 @@ class CpuBackend(Backend):
         else:  # pragma: no cover - a test forcing every launch through the pool
             POOL.run(fn, 1, tuple(args))
         return outs
+
+
+def _segments(start, stop, fn, argsets):
+    """Run kernel `fn` on the argument sets [start, stop) (column segments, one thread)."""
+    for t in range(start, stop):
+        fn(*argsets[t])
+
+
+# how partial accumulators of column segments combine (np.max/np.min propagate NaN)
+_COMBINE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "and": np.all,
+            "or": np.any}
 
 
 def _render(ir, variant, cache=False) -> str:

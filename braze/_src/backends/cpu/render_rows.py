@@ -70,10 +70,13 @@ class RowVariant(Variant):
     kind: str = "rows"
     letters: str = ""
     stash: bool = False
+    #: write each reduction's raw accumulator instead of the outputs (`split_plan`)
+    partial: bool = False
 
     @property
     def suffix(self) -> str:
-        return f"_rows_{self.letters}" + ("_stash" if self.stash else "")
+        return (f"_rows_{self.letters}" + ("_stash" if self.stash else "")
+                + ("_partial" if self.partial else ""))
 
 
 def _is_red(op) -> bool:
@@ -93,6 +96,34 @@ def donor_outputs(ir, stash) -> tuple:
     plan = _Plan(ir, ["R" if k in rr else "V" for k in range(ir.n_inputs)], online=not stash)
     last = plan.n_pass - 1
     return tuple(not ir.is_row(r) and plan.level[r] == last for r in ir.outputs)
+
+
+_PARTIAL_STORAGE = {"np.float64": "float64", "np.float32": "float32", "np.bool_": "boolean",
+                    "np.int8": "int8", "np.int16": "int16", "np.int32": "int32",
+                    "np.int64": "int64", "np.uint8": "uint8", "np.uint16": "uint16",
+                    "np.uint32": "uint32", "np.uint64": "uint64"}
+
+
+def split_plan(ir):
+    """For a region whose rows can be cut into column segments reduced separately: one
+    (ref, reduce type, accumulator NumPy dtype) per reduction, in IR order; else None.
+    That needs a single pass, no full outputs, reductions that combine (no arg-reductions)
+    and no half-precision results (a partial would be rounded twice)."""
+    rr = row_read_inputs(ir)
+    plan = _Plan(ir, ["R" if k in rr else "V" for k in range(ir.n_inputs)])
+    if plan.n_pass != 1 or plan.full_outs:
+        return None
+    out = []
+    for r in plan.reds:
+        op = ir.ops[r - ir.n_inputs]
+        rt = getattr(op.prim, "reduce_type", "")
+        if rt not in ("sum", "prod", "max", "min", "and", "or") or op.dtype.name in HALF:
+            return None
+        acc = _acc_type(op, ir.dtype_of(op.args[0]))
+        if rt in ("sum", "prod") and _kind_of(acc) == "f":
+            acc = "np.float64"
+        out.append((r, rt, _PARTIAL_STORAGE[acc]))
+    return out
 
 
 def row_read_inputs(ir) -> set:
@@ -289,7 +320,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
         raise ValueError("variant letters do not match the region's inputs")
     letters = {k: c for k, c in zip(run, variant.letters)}
     full_letters = [letters.get(k, "S") for k in range(n)]
-    plan = _Plan(ir, full_letters, online=not variant.stash)
+    plan = _Plan(ir, full_letters, online=not (variant.stash or variant.partial))
     names = [None] * (n + len(ir.ops))
     vec = [k for k in run if letters[k] != "S"]
     slot = {k: i for i, k in enumerate(vec)}
@@ -471,21 +502,30 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
                 inner += _fold(ctx, ir.ops[i], i, red_info[r], direct.get(r))
         body += ["    " + s for s in inner]
         for r in reds:
+            if variant.partial:
+                break
             if r in plan.online:
                 body.append(f"t{r - n} = {_CT[ir.dtype_of(r).name]}(a{r - n} if "
                             f"a{plan.online[r] - n} > -np.inf else np.nan)"
                             f"  # {_describe(ir, r - n, ir.ops[r - n])}")
             elif r not in plan.chan:
                 body.append(_finish(ctx, ir, r - n, red_info[r]))
+        if variant.partial:
+            break
         body += [expr_line(i) for i in row_ops.get(p + 1, [])]
-    for j, r in enumerate(ir.outputs):
-        if ir.is_row(r):
-            body.append(f"out{j}[r] = {_store(ctx, ir, r, names[r])}  # out{j} <- "
-                        f"{ir.ref_name(r)}")
     sig_out = []
-    for j, r in enumerate(ir.outputs):
-        params.append(f"out{j}")
-        sig_out.append(STORAGE[ir.dtype_of(r).name])
+    if variant.partial:  # the accumulators of this column segment, combined by the caller
+        for j, (r, _, storage) in enumerate(split_plan(ir)):
+            body.append(f"out{j}[r] = a{r - n}  # partial accumulator of t{r - n}")
+            params.append(f"out{j}")
+            sig_out.append(storage)
+    else:
+        for j, r in enumerate(ir.outputs):
+            if ir.is_row(r):
+                body.append(f"out{j}[r] = {_store(ctx, ir, r, names[r])}  # out{j} <- "
+                            f"{ir.ref_name(r)}")
+            params.append(f"out{j}")
+            sig_out.append(STORAGE[ir.dtype_of(r).name])
 
     ind = "    "
     lines = [f"def {fn_name}({', '.join(params)}):"]
