@@ -445,15 +445,20 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
             used.update(a for a in _value_args(ir.ops[r - n]) if a < n)
         used.update(r for r in plan.operands(p) if r < n)
         used = [k for k in vec if k in used and letters[k] in "VG"]
-        direct = {}  # reductions of a contiguous input of the accumulator's type: no copy
+        # reductions of a contiguous input, or of a value stashed in this pass, of the
+        # accumulator's type read that memory directly instead of a scratch copy
+        direct = {}
         for r in reds:
             op = ir.ops[r - n]
             a = plan.operand[r]
-            if (r not in plan.online and a < n and letters.get(a) == "V"
-                    and not _converted_on_load(ir, a)
-                    and _CT[ir.dtype_of(a).name] == red_info[r]
-                    and _acc_dtype(op, ir.dtype_of(a)) == ir.dtype_of(a)):
+            dt = ir.dtype_of(a)
+            if (r in plan.online or _CT[dt.name] != red_info[r]
+                    or _acc_dtype(op, dt) != dt or dt.name in HALF):
+                continue
+            if a < n and letters.get(a) == "V" and not _converted_on_load(ir, a):
                 direct[r] = f"x{a}"
+            elif a in writes:
+                direct[r] = f"z{a - n}[j0:j0 + m]"
         body.append(f"for j0 in range(0, C, {CHUNK}):")
         inner = ["m = min(%d, C - j0)" % CHUNK]
         for k in used:
@@ -461,7 +466,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
                 inner.append(f"q{k} = p{k} + j0")
             else:
                 inner.append(f"cs{k} = cstrides[{slot[k]}]")
-        for k in sorted({int(v[1:]) for v in direct.values()}):
+        for k in sorted({int(v[1:]) for v in direct.values() if v.startswith("x")}):
             inner.append(f"x{k} = in{k}[p{k} + j0:p{k} + j0 + m]")
         if outs:
             inner.append("w = rc + j0")
