@@ -147,3 +147,17 @@ def test_few_long_rows_split_across_threads(name, f, exact):
     eager = [eager] if not isinstance(eager, list) else eager
     np.testing.assert_allclose(got, np.array([np.array(e) for e in eager], dtype=np.float64)
                                .reshape(got.shape), rtol=1e-5)
+
+
+def test_rows_that_do_not_collapse_to_one_dimension():
+    """An input broadcast along a middle axis keeps two row dimensions: the `_nd` variant
+    unravels the row index; the usual one-dimension variant does not."""
+    rng = np.random.default_rng(10)
+    x = mx.array(rng.standard_normal((3, 4, 50)).astype(np.float32))
+    y = mx.array(rng.standard_normal((3, 1, 50)).astype(np.float32))
+    got, ref, sources = _both(lambda a, b: mx.softmax(a * b, axis=-1), x, y)
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-12)
+    assert any("_nd" in s.splitlines()[0] and "q //= nd" in s for s in sources)
+    got, ref, sources = _both(lambda a: mx.softmax(a, axis=-1), x)
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-12)
+    assert sources and all("q //= nd" not in s for s in sources)

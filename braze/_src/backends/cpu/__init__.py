@@ -303,10 +303,12 @@ class CpuBackend(Backend):
             outs.append(buf)
             f = buf.reshape(-1)
             flat.append(f.view(_U16) if e.half_out[j] else f)
-        key = ("rows", letters, stash)
+        nd = lay.rshape.shape[0] > 1
+        key = ("rows", letters, stash, nd)
         fn = e.fns.get(key)
         if fn is None:
-            fn = e.fns[key] = self.program(ir, RowVariant(letters=letters, stash=stash)).fn
+            fn = e.fns[key] = self.program(ir, RowVariant(
+                letters=letters, stash=stash, multi_dim_rows=nd)).fn
         POOL.run(fn, nrow, (ncol, lay.rshape, lay.rstrides, lay.cstrides, lay.offsets)
                  + tuple(bufs) + tuple(flat), unit=ncol)
         return outs
@@ -319,11 +321,12 @@ class CpuBackend(Backend):
         step = -(-ncol // nseg)
         step = -(-step // CHUNK) * CHUNK  # segments on chunk boundaries
         bounds = [(c0, min(ncol, c0 + step)) for c0 in range(0, ncol, step)]
-        key = ("rows", lay.letters, "partial")
+        nd = lay.rshape.shape[0] > 1
+        key = ("rows", lay.letters, "partial", nd)
         fn = e.fns.get(key)
         if fn is None:
             fn = e.fns[key] = self.program(
-                ir, RowVariant(letters=lay.letters, partial=True)).fn
+                ir, RowVariant(letters=lay.letters, partial=True, multi_dim_rows=nd)).fn
         parts = [np.empty((len(bounds), nrow), dtype=np.bool_ if acc == "boolean" else acc)
                  for _, _, acc in e.split]
         argsets = []

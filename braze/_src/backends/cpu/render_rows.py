@@ -72,11 +72,15 @@ class RowVariant(Variant):
     stash: bool = False
     #: write each reduction's raw accumulator instead of the outputs (`split_plan`)
     partial: bool = False
+    #: the rows collapse to several dimensions (an input broadcast along a middle axis): the
+    #: row index is unravelled; usually one dimension, a stride per input (a cheaper build)
+    multi_dim_rows: bool = False
 
     @property
     def suffix(self) -> str:
         return (f"_rows_{self.letters}" + ("_stash" if self.stash else "")
-                + ("_partial" if self.partial else ""))
+                + ("_partial" if self.partial else "")
+                + ("_nd" if self.multi_dim_rows else ""))
 
 
 def _is_red(op) -> bool:
@@ -391,21 +395,19 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
             row_ops.setdefault(plan.level[r], []).append(i)
 
     body = []  # inside `for r in range(start, stop):`
-    if vec:
-        # the row's offset in each input: one row dimension (the usual case) needs no division
-        body.append("if nr == 1:")
+    if vec and not variant.multi_dim_rows:  # the row's offset in each input
         for k in vec:
-            body.append(f"    p{k} = o{k} + r * rs{k}")
-        body.append("else:")
-        body.append("    q = r")
+            body.append(f"p{k} = o{k} + r * rs{k}")
+    elif vec:
+        body.append("q = r")
         for k in vec:
-            body.append(f"    p{k} = o{k}")
-        body.append("    for d in range(nr - 1, -1, -1):")
-        body.append("        nd = rshape[d]")
-        body.append("        ix = q % nd")
-        body.append("        q //= nd")
+            body.append(f"p{k} = o{k}")
+        body.append("for d in range(nr - 1, -1, -1):")
+        body.append("    nd = rshape[d]")
+        body.append("    ix = q % nd")
+        body.append("    q //= nd")
         for k in vec:
-            body.append(f"        p{k} += ix * rstrides[{slot[k]}, d]")
+            body.append(f"    p{k} += ix * rstrides[{slot[k]}, d]")
     body += row_head
     body += [expr_line(i) for i in row_ops.get(0, [])]
     if plan.full_outs:
@@ -534,10 +536,12 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
 
     ind = "    "
     lines = [f"def {fn_name}({', '.join(params)}):"]
-    lines.append(ind + "nr = rshape.shape[0]")
+    if variant.multi_dim_rows:
+        lines.append(ind + "nr = rshape.shape[0]")
     for k in vec:
         lines.append(ind + f"o{k} = offsets[{slot[k]}]  # in{k}: first element")
-        lines.append(ind + f"rs{k} = rstrides[{slot[k]}, 0]  # in{k}: row stride")
+        if not variant.multi_dim_rows:
+            lines.append(ind + f"rs{k} = rstrides[{slot[k]}, 0]  # in{k}: row stride")
     lines += [ind + s for s in pre]
     lines.append(ind + "for r in range(start, stop):")
     lines += [ind * 2 + s for s in body]
