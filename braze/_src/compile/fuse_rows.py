@@ -105,39 +105,52 @@ def _mk(prim, inputs, shape, dtype, tracer):
     return a
 
 
+class _Builder:
+    """Nodes of an expansion of `a` (Softmax/LogSumExp of x): full-shape or per-row values in
+    the accumulation type (float32 for half inputs), registered with `made`."""
+
+    def __init__(self, a, made):
+        x = a._inputs[0]
+        self.S, self.dt, self.tr, self.axes = x._shape, x._dtype, a._tracer, a._prim.axes
+        self.acc = D.float32 if self.dt.name in ("float16", "bfloat16") else self.dt
+        self.R = _row_shape(self.S, len(self.axes))
+        self.made = made
+        self.x = x if self.acc == self.dt else self.full(AsType(self.acc), x)
+
+    def full(self, prim, *ins):
+        return self.made(prim, ins, self.S, self.acc, self.tr)
+
+    def row(self, prim, *ins, dtype=None):
+        return self.made(prim, ins, self.R, dtype or self.acc, self.tr)
+
+    def exp_shifted(self, m):
+        """exp(x - broadcast(m))."""
+        return self.full(EXP, self.full(SUBTRACT, self.x, self.full(DynamicBroadcast(self.S), m,
+                                                                        self.x)))
+
+    def finish(self, prim, args, full):
+        """The node `a` becomes: prim(*args), cast back from the accumulation type."""
+        if self.acc == self.dt:
+            return prim, args
+        return AsType(self.dt), ((self.full if full else self.row)(prim, *args),)
+
+
 def _expand_softmax(a, made):
     """exp(x - max) / sum(exp(x - max)) in the accumulation type (Softmax.eval_cpu)."""
-    x = a._inputs[0]
-    S, dt, tr, axes = x._shape, x._dtype, a._tracer, a._prim.axes
-    acc = D.float32 if dt.name in ("float16", "bfloat16") else dt
-    R = _row_shape(S, len(axes))
-    xf = x if acc == dt else made(AsType(acc), (x,), S, acc, tr)
-    m = made(Reduce("max", axes), (xf,), R, acc, tr)
-    e = made(EXP, (made(SUBTRACT, (xf, made(DynamicBroadcast(S), (m, xf), S, acc, tr)), S,
-                        acc, tr),), S, acc, tr)
-    s = made(Reduce("sum", axes), (e,), R, acc, tr)
-    sb = made(DynamicBroadcast(S), (s, e), S, acc, tr)
-    if acc == dt:
-        return DIVIDE, (e, sb)
-    return AsType(dt), (made(DIVIDE, (e, sb), S, acc, tr),)
+    b = _Builder(a, made)
+    e = b.exp_shifted(b.row(Reduce("max", b.axes), b.x))
+    s = b.row(Reduce("sum", b.axes), e)
+    return b.finish(DIVIDE, (e, b.full(DynamicBroadcast(b.S), s, e)), full=True)
 
 
 def _expand_logsumexp(a, made):
     """log(sum(exp(x - m))) + m with m the max, 0 where infinite (LogSumExp.eval_cpu)."""
-    x = a._inputs[0]
-    S, dt, tr, axes = x._shape, x._dtype, a._tracer, a._prim.axes
-    acc = D.float32 if dt.name in ("float16", "bfloat16") else dt
-    R = _row_shape(S, len(axes))
-    xf = x if acc == dt else made(AsType(acc), (x,), S, acc, tr)
-    m = made(Reduce("max", axes), (xf,), R, acc, tr)
-    inf = made(EQUAL, (made(ABS, (m,), R, acc, tr), _const(np.inf, acc)), R, D.bool_, tr)
-    m = made(SELECT, (inf, _const(0.0, acc), m), R, acc, tr)
-    e = made(EXP, (made(SUBTRACT, (xf, made(DynamicBroadcast(S), (m, xf), S, acc, tr)), S,
-                        acc, tr),), S, acc, tr)
-    s = made(Reduce("sum", axes), (e,), R, acc, tr)
-    if acc == dt:
-        return ADD, (made(Log("e"), (s,), R, acc, tr), m)
-    return AsType(dt), (made(ADD, (made(Log("e"), (s,), R, acc, tr), m), R, acc, tr),)
+    b = _Builder(a, made)
+    m = b.row(Reduce("max", b.axes), b.x)
+    inf = b.row(EQUAL, b.row(ABS, m), _const(np.inf, b.acc), dtype=D.bool_)
+    m = b.row(SELECT, inf, _const(0.0, b.acc), m)
+    s = b.row(Reduce("sum", b.axes), b.exp_shifted(m))
+    return b.finish(ADD, (b.row(Log("e"), s), m), full=False)
 
 
 def expand_composites(tape: Tape) -> Tape:
