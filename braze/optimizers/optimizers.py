@@ -7,8 +7,9 @@ parameter, a dict of moments mirroring the parameter tree. Because all of it liv
 one dict, a compiled training step captures it with
 `mx.compile(step, inputs=[model.state, opt.state], outputs=[model.state, opt.state])`.
 
-Call `opt.init(model.trainable_parameters())` before compiling: otherwise the first call
-creates the moments inside the trace and the second call retraces (the captured state grew).
+`opt.init(model.trainable_parameters())` before compiling is optional (as in MLX): without it
+the first compiled call creates the moments inside the trace, they are outputs of that trace,
+and the second call retraces once (the captured state grew).
 Hyper-parameters that are Python floats (betas, eps, weight decay) are
 constants of the traced graph; only `learning_rate` (and other scheduled values) are arrays.
 

@@ -78,44 +78,109 @@ def _is_sentinel(x) -> bool:
     return hasattr(type(x), "__braze_capture__")
 
 
-class _Slot:
-    """One array position in a captured tree: read it, and (if possible) write it."""
-
-    __slots__ = ("container", "key", "value")
-
-    def __init__(self, container, key, value):
-        self.container, self.key, self.value = container, key, value
-
-    def get(self):
-        c = self.container
-        if c is None:
-            return self.value
-        if self.key is _SENTINEL:
-            return c.__braze_capture__()
-        return c[self.key]
-
-    def set(self, v) -> None:
-        c = self.container
-        if c is None:
-            return  # a bare array, or an array directly inside a tuple: cannot be replaced
-        if self.key is _SENTINEL:
-            c.__braze_update__(v)
-        else:
-            c[self.key] = v
-
-
-_SENTINEL = object()
-
-
-def _slots(tree, out) -> list:
-    """Array slots of a captured tree, in flatten order (non-array leaves are ignored)."""
+# The captured trees are handled as MLX's compile handles them (python/src/transforms.cpp,
+# trees.cpp): flattened (non-array leaves ignored) before the call; the placeholders filled in;
+# the *outputs* tree flattened again after the function ran, so state the function created,
+# moved or re-wrapped is what gets captured; then the originals put back wherever the
+# placeholders still are (by identity, not at their old positions: the function may have
+# deleted a key, shrunk a list or moved an input); after the replay the outputs tree, as it is
+# then, is filled with the new values. Lists and dicts (and dict subclasses such as
+# `nn.Module`) are updated in place; a tuple is rebuilt and stored in its parent (an array
+# directly inside a top-level tuple, or a bare array, cannot be replaced).
+def _flatten_state(tree, out) -> list:
+    """The arrays of a captured tree, in flatten order (dict values in insertion order)."""
     if _is_sentinel(tree):
         v = tree.__braze_capture__()
         if isinstance(v, array):
-            out.append(_Slot(tree, _SENTINEL, v))
-        return out
+            out.append(v)
+    elif isinstance(tree, array):
+        out.append(tree)
+    elif isinstance(tree, (list, tuple)):
+        for v in tree:
+            _flatten_state(v, out)
+    elif isinstance(tree, dict):
+        for v in tree.values():
+            _flatten_state(v, out)
+    return out
+
+
+def _update_state(tree, fn):
+    """Replace every array leaf `a` of a captured tree by `fn(a)` (called in flatten order);
+    returns the tree (a new object only for a tuple that changed, or for a bare array)."""
+    if _is_sentinel(tree):
+        v = tree.__braze_capture__()
+        if isinstance(v, array):
+            n = fn(v)
+            if n is not v:
+                tree.__braze_update__(n)
+        return tree
     if isinstance(tree, array):
-        out.append(_Slot(None, None, tree))
+        return fn(tree)
+    if isinstance(tree, list):
+        for i in range(len(tree)):
+            old = tree[i]
+            new = _update_state(old, fn)
+            if new is not old:
+                tree[i] = new
+        return tree
+    if isinstance(tree, tuple):
+        items = [_update_state(v, fn) for v in tree]
+        if all(a is b for a, b in zip(items, tree)):
+            return tree
+        t = type(tree)
+        if t is tuple:
+            return tuple(items)
+        return t(*items) if hasattr(t, "_fields") else t(items)
+    if isinstance(tree, dict):
+        for k, old in list(tree.items()):
+            new = _update_state(old, fn)
+            if new is not old:
+                tree[k] = new
+        return tree
+    return tree
+
+
+def _state_arrays(declared, implicit) -> list:
+    out = _flatten_state(declared, []) if declared is not None else []
+    for obj in implicit:
+        _flatten_state(obj, out)
+    return out
+
+
+def _fill_state(declared, implicit, values) -> None:
+    """Write `values` into the captured trees, in flatten order (MLX's tree_fill); positions
+    past the end of `values` keep what they hold."""
+    it = iter(values)
+
+    def take(a):
+        return next(it, a)
+
+    if declared is not None:
+        _update_state(declared, take)
+    for obj in implicit:
+        _update_state(obj, take)
+
+
+def _replace_state(declared, implicit, mapping) -> None:
+    """Replace the arrays whose id is in `mapping` wherever they are in the captured trees
+    (MLX's tree_replace)."""
+    def swap(a):
+        return mapping.get(id(a), a)
+
+    if declared is not None:
+        _update_state(declared, swap)
+    for obj in implicit:
+        _update_state(obj, swap)
+
+
+def _positions(tree, out) -> list:
+    """(container, key, array) for each array directly in a list or dict (or behind a capture
+    protocol object, key `_SENTINEL`) of a captured tree: where to restore the caller's arrays
+    after a trace that raised."""
+    if _is_sentinel(tree):
+        v = tree.__braze_capture__()
+        if isinstance(v, array):
+            out.append((tree, _SENTINEL, v))
         return out
     if isinstance(tree, (list, tuple)):
         items = enumerate(tree)
@@ -126,17 +191,33 @@ def _slots(tree, out) -> list:
     settable = not isinstance(tree, tuple)
     for k, v in items:
         if isinstance(v, array):
-            out.append(_Slot(tree if settable else None, k, v))
+            if settable:
+                out.append((tree, k, v))
         elif _is_sentinel(v) or isinstance(v, (list, tuple, dict)):
-            _slots(v, out)
+            _positions(v, out)
     return out
 
 
-def _capture_slots(declared, implicit) -> list:
-    slots = _slots(declared, []) if declared is not None else []
-    for obj in implicit:
-        _slots(obj, slots)
-    return slots
+def _restore_positions(positions) -> None:
+    """After a failed trace: put each caller's array back where it was if that position still
+    exists and now holds an array of the trace."""
+    for c, k, orig in positions:
+        if k is _SENTINEL:
+            cur = c.__braze_capture__()
+            if cur is not orig and isinstance(cur, array) and cur._tracer:
+                c.__braze_update__(orig)
+            continue
+        if isinstance(c, dict):
+            if k not in c:
+                continue
+        elif not 0 <= k < len(c):
+            continue
+        cur = c[k]
+        if cur is not orig and isinstance(cur, array) and cur._tracer:
+            c[k] = orig
+
+
+_SENTINEL = object()
 
 
 # -- the signature ---------------------------------------------------------------------------
@@ -353,9 +434,8 @@ class CompiledFunction:
         if config.compile_disabled():
             return fun(*args, **kwargs)
         implicit = [o for o in _IMPLICIT if not _declares(self._inputs, o)]
-        in_slots = _capture_slots(self._inputs, implicit) if (
+        cap = _state_arrays(self._inputs, implicit) if (
             self._inputs is not None or implicit) else []
-        cap = [s.value for s in in_slots]
         if TraceState.depth and (any(x._tracer for x in arrays) or
                                  any(x._tracer for x in cap)):
             return fun(*args, **kwargs)  # inside a transform: inline the function
@@ -366,7 +446,7 @@ class CompiledFunction:
         entries = cache.map.get(self._fid)
         entry = entries.get(sig.key) if entries else None
         if entry is None:
-            entry = self._trace(sig, leaves, treedef, arrays, in_slots, implicit, entries)
+            entry = self._trace(sig, leaves, treedef, arrays, cap, implicit, entries)
             if entries is None:
                 entries = cache.map.setdefault(self._fid, {})
             entries[sig.key] = entry
@@ -386,11 +466,8 @@ class CompiledFunction:
             if o._prim is None and o._data is not None and not any(o is r for r in real):
                 outs[i] = bind(_COPY, (o,))
         n = entry.n_out
-        if n < len(outs):
-            out_slots = _capture_slots(self._outputs, implicit) if (
-                self._outputs is not None or implicit) else []
-            for s, v in zip(out_slots, outs[n:]):
-                s.set(v)
+        if n < len(outs):  # the outputs tree as it is now (MLX's tree_fill)
+            _fill_state(self._outputs, implicit, outs[n:])
         it = iter(outs[:n])
         return T.unflatten(entry.out_def, [next(it) if t is _OUT else t
                                            for t in entry.out_template])
@@ -436,7 +513,7 @@ class CompiledFunction:
                                            for t in entry.out_template])
 
     # -- a cache miss ---------------------------------------------------------------------
-    def _trace(self, sig, leaves, treedef, arrays, in_slots, implicit, entries):
+    def _trace(self, sig, leaves, treedef, arrays, cap, implicit, entries):
         name = self._name
         reason, text = diag.explain_miss(sig, [e.sig for e in entries.values()]
                                          if entries else [])
@@ -459,7 +536,6 @@ class CompiledFunction:
                 "shapeless=True; pass changing Python scalars as arrays; set "
                 "BRAZE_DEBUG=1 to see every miss.", RuntimeWarning, stacklevel=3)
         t0 = time.perf_counter()
-        cap = [s.value for s in in_slots]
         real = arrays + cap
         phs = [placeholder(x) for x in real]
         ph_tags = [p._idx for p in phs]
@@ -469,9 +545,17 @@ class CompiledFunction:
         cap_ph = phs[len(arrays):]
         recorder = SiteRecorder(SHAPELESS_REFUSED | {"Broadcast", "Reshape"}) \
             if self._shapeless else None
+        declared = self._inputs
+        positions = []
+        if cap:
+            if declared is not None:
+                _positions(declared, positions)
+            for obj in implicit:
+                _positions(obj, positions)
         with compile_trace(name, self._shapeless):
-            for s, p in zip(in_slots, cap_ph):
-                s.set(p)
+            if cap:
+                _fill_state(declared, implicit, cap_ph)
+            ok = False
             try:
                 if recorder is not None:
                     with recorder:
@@ -480,16 +564,21 @@ class CompiledFunction:
                     out = self._fun(*args2, **kwargs2)
                 out_leaves, out_def = T.flatten(out)
                 fun_outs = [x for x in out_leaves if isinstance(x, array)]
-                out_slots = _capture_slots(self._outputs, implicit) if (
+                # the outputs tree after the call: includes state the function created
+                cap_outs = _state_arrays(self._outputs, implicit) if (
                     self._outputs is not None or implicit) else []
-                cap_outs = [s.get() for s in out_slots]
+                ok = True
             finally:
-                # put the caller's arrays back (also after an error, and also where the
-                # function reassigned a leaf: declared outputs are written back after replay)
-                for s, orig in zip(in_slots, cap):
-                    s.set(orig)
+                if cap:
+                    # the caller's arrays go back wherever the placeholders still are (the
+                    # outputs are written after the replay); after an error, also where the
+                    # function had reassigned a position that still exists
+                    _replace_state(declared, implicit,
+                                   {id(p): x for p, x in zip(cap_ph, cap)})
+                    if not ok:
+                        _restore_positions(positions)
         template = [_OUT if isinstance(x, array) else x for x in out_leaves]
-        flat_outs = fun_outs + [x for x in cap_outs if isinstance(x, array)]
+        flat_outs = fun_outs + cap_outs
         traced = capture(phs, flat_outs, real, name, ph_tags)
         tape = traced.copy()
         sites = None
