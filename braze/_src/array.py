@@ -11,8 +11,8 @@ import numbers
 
 import numpy as np
 
+from . import casts, memory
 from . import dtypes as D
-from . import memory
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -324,14 +324,19 @@ def _nested_to_numpy(val):
 
 
 def _cast(src: np.ndarray, target: D.Dtype) -> np.ndarray:
-    """A fresh C-contiguous copy of `src` in `target`, with C conversion semantics (integers
-    wrap, complex -> real drops the imaginary part, NaN -> int is unspecified) and no warnings."""
-    if src.dtype.kind == "c" and target.kind != "c":
-        src = src.real
+    """A fresh C-contiguous copy of `src` in `target`, with braze's cast semantics
+    (`casts.cast`: float -> int as MLX, integers wrap, complex -> real drops the imaginary
+    part) and no warnings."""
+    npt = target.np_dtype
+    if src.dtype != npt and not casts.plain(src.dtype, npt):
+        out = casts.cast(src, npt)
+        if np.may_share_memory(out, src) or not out.flags.c_contiguous:
+            out = np.array(out, order="C", copy=True)
+        return out
     with np.errstate(invalid="ignore", over="ignore"):
         if src.nbytes < memory.LARGE:
-            return np.array(src, dtype=target.np_dtype, order="C", copy=True)
-        out = memory.empty(src.shape, target.np_dtype)  # aligned, from the buffer cache
+            return np.array(src, dtype=npt, order="C", copy=True)
+        out = memory.empty(src.shape, npt)  # aligned, from the buffer cache
         np.copyto(out, src, casting="unsafe")
         return out
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..array import array
+from ..casts import cast
 from ..prims.base import bind
 from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
@@ -62,14 +63,7 @@ def _constant(v, dtype: D.Dtype | None, op: str) -> array:
             raise ValueError(f"[{op}] Converting {v} to {dtype.name} would result in overflow.")
     c = as_array(v, op)
     if dtype is not None and c.dtype is not dtype:
-        data = c._numpy()
-        with np.errstate(over="ignore", invalid="ignore"):
-            if dtype.kind in "uib" and data.dtype.kind in "fc":
-                data = np.real(data).astype(dtype.np_dtype)
-            elif data.dtype.kind == "c" and dtype.kind != "c":
-                data = np.real(data).astype(dtype.np_dtype)
-            else:
-                data = data.astype(dtype.np_dtype)
+        data = cast(c._numpy(), dtype.np_dtype)
         c = array._from_data(np.array(data, order="C"))
     return c
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..array import array, overwrite_descriptor
+from ..casts import cast
 from ..prims.base import bind
 from ..prims.core import Broadcast
 from ..prims.indexing import Gather, GatherAxis, MaskedScatter, Scatter, ScatterAxis
@@ -297,7 +298,7 @@ def _value(v, dt: D.Dtype, op: str) -> array:
         return astype(v, dt)
     try:
         return astype(as_array(v, op), dt) if not isinstance(v, (int, float, complex, bool)) \
-            else array._from_data(np.asarray(v).astype(dt.np_dtype))
+            else array._from_data(cast(np.asarray(v), dt.np_dtype))
     except (OverflowError, ValueError, TypeError) as e:
         raise TypeError(f"[{op}] Cannot use {v!r} as a value for an array of dtype "
                         f"{dt.name}: {e}") from None

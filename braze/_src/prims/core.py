@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..array import LAZY_COPY
+from ..casts import cast
 from ..scheduler import CompileTraces
 from .base import Primitive, bind, ops
 from .unary import STOP_GRADIENT
@@ -21,7 +22,12 @@ from .unary import STOP_GRADIENT
 
 @dataclass(frozen=True)
 class AsType(Primitive):
-    """Convert to `dtype` with C semantics (float -> int truncates toward zero)."""
+    """Convert to `dtype` with braze's cast semantics (`casts.cast`; docs/architecture.md,
+    "Casts"): MLX's x86-64 CPU results, defined for every input. float -> int truncates toward
+    zero; out of range or NaN, int32/int64 give their minimum, 8/16-bit targets the low bits of
+    the int32 result, uint32 the low bits of the int64 result, uint64 2**63 (below its range,
+    NaN) or 0 (above); -> bool is `!= 0`; -> float16/bfloat16 rounds through float32. Every
+    backend's kernels compute the same values."""
 
     dtype: D.Dtype
 
@@ -29,16 +35,8 @@ class AsType(Primitive):
         return [(x.shape, self.dtype)]
 
     def eval_cpu(self, x):
-        if self.dtype.kind in "ui" and x.dtype.kind in "fc":
-            # NumPy warns on NaN/Inf -> int; the value is unspecified in MLX as in C.
-            with np.errstate(invalid="ignore"):
-                return [np.real(x).astype(self.dtype.np_dtype) if x.dtype.kind == "c"
-                        else x.astype(self.dtype.np_dtype)]
-        if x.dtype.kind == "c" and self.dtype.kind != "c":
-            if self.dtype.kind == "b":  # MLX: nonzero real or imaginary part is True
-                return [x != 0]
-            return [np.real(x).astype(self.dtype.np_dtype)]
-        return [x.astype(self.dtype.np_dtype)]
+        y = cast(x, self.dtype.np_dtype)
+        return [x.view() if y is x else y]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return [ops.astype(cotangents[0], primals[0].dtype)]

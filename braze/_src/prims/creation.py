@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as D
+from ..casts import cast
 from .base import Primitive, bind
 
 
@@ -51,10 +52,12 @@ class Arange(_NoInputs):
         n = arange_length(self.start, self.stop, self.step)
         npd = self.dtype.np_dtype
         if self.dtype.kind in "ui":
-            # C conversion (truncation toward zero), then wrap-around arithmetic like MLX.
-            s0 = int(self.start)
-            inc = int(self.start + self.step) - s0
-            return [(s0 + np.arange(n, dtype=np.int64) * inc).astype(npd)]
+            # start and start + step converted to the dtype (floats by braze's cast, as MLX's
+            # static_cast), then wrap-around arithmetic like MLX
+            s0, s1 = self.start, self.start + self.step
+            if not (isinstance(s0, int) and isinstance(s1, int)):
+                s0, s1 = (int(v) for v in cast(np.array([float(s0), float(s1)]), npd))
+            return [(s0 + np.arange(n, dtype=np.int64) * (s1 - s0)).astype(npd)]
         with np.errstate(over="ignore", invalid="ignore"):
             s0 = np.array(self.start, dtype=npd)
             inc = np.array(self.start + self.step, dtype=npd) - s0
@@ -88,8 +91,7 @@ class Linspace(_NoInputs):
             t = np.arange(n, dtype=f32) / div
             with np.errstate(over="ignore", invalid="ignore"):
                 out = (f32(1) - t) * f32(self.start) + t * f32(self.stop)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return [out.astype(self.dtype.np_dtype)]
+        return [cast(out, self.dtype.np_dtype)]
 
 
 @dataclass(frozen=True)

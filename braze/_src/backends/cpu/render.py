@@ -146,9 +146,7 @@ def _cast(ctx: _Ctx, a: str, src, dst) -> str:
     if ks == "b":
         return f"({T}(1) if {a} else {T}(0))"
     if kd == "f":
-        if d in HALF:
-            if s == "float64":
-                return f"{ctx.rt('round64_' + ('f16' if d == 'float16' else 'bf16'))}({a})"
+        if d in HALF:  # through float32 from every dtype (braze's cast, as MLX)
             return f"{ctx.rt(_ROUND[d])}(np.float32({a}))"
         return f"{T}({a})"
     # -> integer
@@ -158,10 +156,9 @@ def _cast(ctx: _Ctx, a: str, src, dst) -> str:
         return f"{ctx.rt('f_to_i64')}({a})"
     if d == "int32":
         return f"{ctx.rt('f_to_i32')}({a})"
-    if d == "uint32":
-        if s == "float16":  # NumPy's half -> uint32 loop converts through int64
-            return f"np.uint32({ctx.rt('f_to_i64')}({a}))"
-        return f"{ctx.rt('f_to_u32')}({a})"
+    # float -> integer: braze's cast (braze/_src/casts.py), x86-64 C semantics
+    if d == "uint32":  # through int64, keep the low bits
+        return f"np.uint32({ctx.rt('f_to_i64')}({a}))"
     if d == "uint64":
         return f"{ctx.rt('f_to_u64')}({a})"
     return f"{T}({ctx.rt('f_to_i32')}({a}))"  # 8/16-bit: through int32, keep the low bits

@@ -1,5 +1,5 @@
-"""Scalar helpers the generated kernels call: half-precision conversions, and the integer,
-shift, min/max and cast semantics of the NumPy reference backend.
+"""Scalar helpers the generated kernels call: half-precision conversions, braze's float ->
+integer casts, and the integer, shift and min/max semantics of the NumPy reference backend.
 
 Every function is a small `numba.njit(error_model="numpy")` function written with selects and
 bit manipulation only (no libm calls, no Python exceptions), so LLVM inlines it into a kernel
@@ -14,16 +14,17 @@ every op whose dtype is half precision, which is what NumPy's and ml_dtypes' ufu
 * `f16_to_f32` / `bf16_to_f32`: exact widening from the uint16 bit pattern;
 * `f32_to_f16`: NumPy's `npy_floatbits_to_halfbits` (RNE, overflow to inf at 65520, NaN
   payloads truncated but kept a NaN);
-* `f64_to_f16`: NumPy's `npy_doublebits_to_halfbits` (a direct rounding: float64 -> float32 ->
-  float16 could round twice);
-* `f32_to_bf16`: ml_dtypes' RNE; NaN becomes the quiet NaN 0x7fc0 with its sign (float64 goes
-  through float32, as ml_dtypes does).
+* `f32_to_bf16`: RNE; NaN becomes the quiet NaN 0x7fc0 with its sign.
 
-Casts from floats to integers reproduce what NumPy's cast loops do on x86-64 (C casts, so
-out-of-range values and NaN are "unspecified" but deterministic): int64/int32 use the
-truncating conversion whose out-of-range result is the minimum integer; 8- and 16-bit targets
-convert to int32 and keep the low bits; uint32/uint64 use the compilers' "subtract 2**(n-1)
-above the signed range" sequence.
+Other dtypes convert to float16/bfloat16 through float32 (braze's cast semantics, as MLX: from
+float64 this can round twice).
+
+Casts from floats to integers are braze's cast semantics (braze/_src/casts.py, which the
+reference backend runs; MLX's x86-64 results): int64/int32 use the truncating conversion whose
+out-of-range (and NaN) result is the minimum integer (`f_to_i64`, `f_to_i32`); 8- and 16-bit
+targets convert to int32 and keep the low bits, uint32 converts to int64 and keeps the low bits
+(the renderer spells these with an integer cast around `f_to_i32` / `f_to_i64`); uint64 uses
+the compilers' "subtract 2**63 above the signed range" sequence (`f_to_u64`).
 """
 from __future__ import annotations
 
@@ -35,9 +36,7 @@ from numba import njit, types
 from . import mathlib
 from .mathlib import (
     _bits_f32,
-    _bits_f64,
     _f32_bits,
-    _f64_bits,
     exp_f32,
     exp_f64,
     log1p_f32,
@@ -65,9 +64,8 @@ _jit_uncached = njit(error_model="numpy", cache=False)
 
 
 __all__ = [
-    "f16_to_f32", "bf16_to_f32", "f32_to_f16", "f64_to_f16", "f32_to_bf16", "f64_to_bf16",
-    "round_f16", "round_bf16", "round64_f16", "round64_bf16",
-    "f_to_i64", "f_to_i32", "f_to_u64", "f_to_u32",
+    "f16_to_f32", "bf16_to_f32", "f32_to_f16", "f32_to_bf16", "round_f16", "round_bf16",
+    "f_to_i64", "f_to_i32", "f_to_u64",
     "floordiv_i", "floordiv_u", "rem_i", "rem_u", "rem_f", "shl", "shr_i", "shr_u",
     "max_f", "min_f", "logaddexp_f32", "logaddexp_f64", "ipow", "upow",
     "rint_f32", "rint_f64", "nan_equal", "wadd", "wsub", "wmul",
@@ -117,35 +115,12 @@ def f32_to_f16(f):
 
 
 @_jit
-def f64_to_f16(f):
-    """float64 -> float16 bits (uint16), rounded once (NumPy's npy_doublebits_to_halfbits)."""
-    x = _f64_bits(f)
-    sign = np.int64((x >> 48) & 0x8000)
-    ax = x & 0x7FFFFFFFFFFFFFFF
-    r = (ax - ((1023 - 15) << 52) + 0x1FFFFFFFFFF + ((ax >> 42) & 1)) >> 42
-    # subnormal: 2**28 has an ulp of 2**-24, the float16 subnormal step
-    d = _f64_bits(_bits_f64(ax) + 268435456.0) - 0x41B0000000000000
-    r = d if ax < 0x3F10000000000000 else r
-    r = 0x7C00 if ax >= 0x40EFFE0000000000 else r
-    nan = 0x7C00 + ((ax & 0xFFFFFFFFFFFFF) >> 42)
-    nan = nan + 1 if nan == 0x7C00 else nan
-    r = nan if ax > 0x7FF0000000000000 else r
-    return np.uint16(r | sign)
-
-
-@_jit
 def f32_to_bf16(f):
     """float32 -> bfloat16 bits (uint16), RNE; NaN -> quiet NaN 0x7fc0 with the sign."""
     x = np.int64(_f32_bits(f)) & 0xFFFFFFFF
     r = (x + 0x7FFF + ((x >> 16) & 1)) >> 16
     r = ((x >> 16) & 0x8000) | 0x7FC0 if (x & 0x7FFFFFFF) > 0x7F800000 else r
     return np.uint16(r)
-
-
-@_jit
-def f64_to_bf16(f):
-    """float64 -> bfloat16 bits: through float32, as ml_dtypes casts."""
-    return f32_to_bf16(np.float32(f))
 
 
 @_jit
@@ -159,18 +134,7 @@ def round_bf16(f):
     return bf16_to_f32(f32_to_bf16(f))
 
 
-@_jit
-def round64_f16(f):
-    """A float64 rounded (once) to the nearest float16 value (as float32)."""
-    return f16_to_f32(f64_to_f16(f))
-
-
-@_jit
-def round64_bf16(f):
-    return bf16_to_f32(f64_to_bf16(f))
-
-
-# -- float -> integer casts (x86-64 C semantics, as NumPy's cast loops) -----------------------
+# -- float -> integer casts (braze's casts: x86-64 C semantics) ---------------------------------
 @_jit
 def f_to_i64(x):
     ok = x >= -9.223372036854775808e18 and x < 9.223372036854775808e18
@@ -181,14 +145,6 @@ def f_to_i64(x):
 def f_to_i32(x):
     ok = x >= -2147483648.0 and x < 2147483648.0
     return np.int32(x if ok else 0) if ok else np.int32(-2147483648)
-
-
-@_jit
-def f_to_u32(x):
-    big = x >= 2147483648.0
-    lo = f_to_i32(x)
-    hi = f_to_i32(x - 2147483648.0) ^ np.int32(-2147483648)
-    return np.uint32(np.int64(hi if big else lo) & 0xFFFFFFFF)
 
 
 @_jit
