@@ -2,7 +2,7 @@
 advanced getitem under grad, setitem and `.at[]` gradients for both the array and the values,
 vmap with batched indices, nested vmaps, multi-output split, dynamic slices with batched
 offsets, masked assignment, and the scatter reductions' rules (MLX's semantics for max/min,
-a clear error for prod)."""
+zero-safe products for prod)."""
 import numpy as np
 import pytest
 
@@ -196,13 +196,68 @@ def test_scatter_max_min_follow_mlx():
     check_jvp(lambda a, v: a.at[j].minimum(v), [x, u], [randn(4), randn(5)])
 
 
-def test_scatter_prod_rules_name_the_primitive():
-    idx = mx.array([0, 0, 2])
-    with pytest.raises(NotImplementedError, match=r"Scatter.*prod"):
-        mx.grad(lambda a: mx.sum(a.at[idx].multiply(f64([2.0, 3.0, 4.0]))))(f64([1.0, 2, 3]))
-    with pytest.raises(NotImplementedError, match=r"Scatter.*prod"):
-        mx.jvp(lambda a: a.at[idx].multiply(f64([2.0, 3.0, 4.0])), [f64([1.0, 2, 3])],
-               [f64([1.0, 1, 1])])
+def test_scatter_prod_grads_against_finite_differences():
+    # duplicates (two updates of position 0), slices, an integer index, strided slices
+    j = mx.array([0, 1, 1, 3, 0])
+    check_grads(lambda a, v: weighted(a.at[j].multiply(v)), randn(4), randn(5))
+    check_grads(lambda a, v: weighted(a.at[j].divide(v)), randn(4), randn(5) + 3.0)
+    check_grads(lambda a, v: weighted(a.at[1:3].multiply(v)), randn(4), randn(2))
+    check_grads(lambda a, v: weighted(a.at[::2].multiply(v)), randn(5, 2), randn(3, 2))
+    check_grads(lambda a, v: weighted(a.at[2].multiply(v)), randn(4, 3), randn(3))
+    # updates broadcast over the indexed positions; indices into two axes
+    check_grads(lambda a, v: weighted(a.at[j].multiply(v)), randn(4, 3), randn(3))
+    r, c = mx.array([0, 2, 0]), mx.array([1, 1, 1])
+    check_grads(lambda a, v: weighted(a.at[r, c].multiply(v)), randn(3, 2), randn(3))
+    check_jvp(lambda a, v: a.at[j].multiply(v), [randn(4), randn(5)], [randn(4), randn(5)])
+    check_jvp(lambda a, v: a.at[r, c].multiply(v), [randn(3, 2), randn(3)],
+              [randn(3, 2), randn(3)])
+
+
+def test_scatter_prod_grads_at_zeros():
+    """No update is divided by: zeros (also several at one position) give exact gradients,
+    the products of the other factors."""
+    a = f64([2.0, 3.0, 5.0, 7.0])
+    j = mx.array([0, 0, 1, 1, 1, 2])
+    v = f64([0.0, 4.0, 0.0, 0.0, 6.0, 0.0])
+    w = f64([1.0, 10.0, 100.0, 1000.0])
+    ga, gv = mx.grad(lambda a, v: mx.sum(a.at[j].multiply(v) * w), argnums=(0, 1))(a, v)
+    np.testing.assert_array_equal(np.asarray(ga), [0.0, 0.0, 0.0, 1000.0])
+    # d/dv_k = w[i] * a[i] * (product of the other updates at i)
+    np.testing.assert_array_equal(np.asarray(gv), [2 * 4.0, 0.0, 0.0, 0.0, 0.0, 500.0])
+    a0 = f64([0.0, 3.0])
+    ga, gv = mx.grad(lambda a, v: mx.sum(a.at[mx.array([0, 0])].multiply(v)),
+                     argnums=(0, 1))(a0, f64([2.0, 3.0]))
+    np.testing.assert_array_equal(np.asarray(ga), [6.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(gv), [0.0, 0.0])
+
+
+def test_scatter_prod_grads_match_mlx():
+    """MLX differentiates `.at[slice].multiply` (a SliceUpdate) and raises for array indices
+    (its Scatter has no prod rule); braze differentiates both, equal where MLX has a rule."""
+    mlx = pytest.importorskip("mlx.core")
+    w = [1.0, 2.0, 3.0, 4.0]
+    cases = [
+        ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0], lambda x: x.at[1:3]),
+        ([1.0, 0.0, 3.0, 4.0], [0.0, 6.0], lambda x: x.at[1:3]),
+        ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0], lambda x: x.at[::2]),
+    ]
+    for xv, vv, at in cases:
+        for op in ("multiply", "divide"):
+            res = []
+            for m in (mx, mlx):
+                ww = m.array(w)
+
+                def f(x, v, m=m, ww=ww):
+                    return m.sum(getattr(at(x), op)(v) * ww)
+                g = m.grad(f, argnums=(0, 1))(m.array(xv), m.array(vv))
+                res.append([np.array(t) for t in g])
+            for b, m in zip(*res):
+                np.testing.assert_allclose(b, m, rtol=1e-6, err_msg=f"{xv} {vv} {op}")
+    g = mx.grad(lambda x, v: mx.sum(x.at[1].multiply(v) * mx.array(w)),
+                argnums=(0, 1))(mx.array(w), mx.array(5.0))
+    gm = mlx.grad(lambda x, v: mlx.sum(x.at[1].multiply(v) * mlx.array(w)),
+                  argnums=(0, 1))(mlx.array(w), mlx.array(5.0))
+    assert [np.array(t).tolist() for t in g] == [np.array(t).tolist() for t in gm]
 
 
 def test_grad_masked_setitem():

@@ -18,7 +18,6 @@ REDUCE_TYPES = ("none", "sum", "prod", "max", "min")
 
 
 def _no_rule(prim, rule, reduce_type):
-    # MLX has no derivative for scatter_prod either ("VJP not implemented for scatter_prod").
     return NotImplementedError(
         f"[{prim}] {rule} is not implemented for reduce_type '{reduce_type}' (as in MLX).")
 
@@ -230,13 +229,53 @@ class Scatter(Primitive):
         k = updates.ndim - x.ndim
         return bind(Gather(self.axes, tuple(updates.shape[k:])), (src, *indices))
 
+    def _others(self, x, indices, updates):
+        """prod: (the updates broadcast to the gathered layout, and for each one the product
+        of the *other* updates scattered to its position, 1 when there are none).
+
+        Exact at zeros, with no division by an update that may be zero: from the product of
+        the non-zero updates at each position and how many zeros land there, the others'
+        product of a zero update is that product when it is the only zero (else 0), and of a
+        non-zero update u it is that product / u when there is no zero (else 0)."""
+        shape = self._gather(x, indices, updates, x).shape
+        u = ops.broadcast_to(updates, shape)
+        zero = ops.equal(u, ops.zeros_like(u))
+        u_nz = ops.where(zero, ops.ones_like(u), u)
+        p_nz = bind(Scatter("prod", self.axes), (ops.ones_like(x), *indices, u_nz))
+        counts = bind(Scatter("sum", self.axes), (ops.zeros(x.shape, D.int32), *indices,
+                                                   zero.astype(D.int32)))
+        p_nz = self._gather(p_nz, indices, u, x)
+        n_zero = self._gather(counts, indices, u, x)
+        if D.is_integer(u.dtype) or u.dtype == D.bool_:
+            rest = ops.floor_divide(p_nz, u_nz)  # exact: u divides the product
+        else:
+            rest = ops.divide(p_nz, u_nz)
+        nothing = ops.zeros_like(p_nz)
+        one = ops.full(n_zero.shape, 1, D.int32)
+        others = ops.where(zero, ops.where(ops.equal(n_zero, one), p_nz, nothing),
+                           ops.where(ops.equal(n_zero, ops.zeros_like(n_zero)), rest, nothing))
+        return u, others
+
     def vjp(self, primals, cotangents, argnums, outputs):
         x, indices, updates = primals[0], primals[1:-1], primals[-1]
         ct = cotangents[0]
         rt = self.reduce_type
         last = len(primals) - 1
         if rt == "prod":
-            raise _no_rule(self.name, "vjp", rt)
+            # out[i] = x[i] * (product of the updates at i): d/dx is the cotangent scattered
+            # with the same products (as MLX's SliceUpdate prod rule); d/du_k is
+            # cotangent * x at u_k's position times the product of the other updates there
+            out = []
+            for i in argnums:
+                if i == 0:
+                    out.append(bind(self, (ct, *indices, updates)))
+                elif i == last:
+                    u, others = self._others(x, indices, updates)
+                    g = self._gather(ops.multiply(ct, x), indices, u, x)
+                    out.append(sum_to_shape(ops.multiply(g, others), updates.shape))
+                else:
+                    out.append(ops.zeros_like(primals[i]))
+            return out
         out = []
         for i in argnums:
             if i == 0:
@@ -264,8 +303,14 @@ class Scatter(Primitive):
         tu = _tangent(tangents, argnums, last, updates)
         if rt in ("none", "sum"):  # linear in (x, updates)
             return [bind(self, (tx, *indices, tu))]
-        if rt == "prod":
-            raise _no_rule(self.name, "jvp", rt)
+        if rt == "prod":  # the transpose of the vjp
+            t = bind(self, (tx, *indices, updates))
+            if last in argnums:
+                u, others = self._others(x, indices, updates)
+                tu = ops.multiply(ops.broadcast_to(tu, u.shape), others)
+                t = t + ops.multiply(x, bind(Scatter("sum", self.axes),
+                                             (ops.zeros_like(x), *indices, tu)))
+            return [t]
         # max/min: the transpose of the vjp (the surviving inputs pass their tangents)
         result = bind(self, tuple(primals))
         t = ops.where(ops.equal(result, x), tx, ops.zeros_like(tx))
