@@ -684,3 +684,82 @@ def test_matches_mlx(name, kwargs):
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-6)
     assert results[0][2] == results[1][2]
+
+
+# ---------------------------------------------------------------------------------------------
+# modules holding non-array attributes (names, configs, flags), as many model definitions do
+# ---------------------------------------------------------------------------------------------
+
+def _module_with_non_arrays(mx_, nn_):
+    class Tagged(nn_.Module):
+        def __init__(self):
+            super().__init__()
+            self.names = ["in", "out"]
+            self.cfg = {"kind": "mlp", "sizes": [3, 2], "extra": None}
+            self.flags = [True, 1.5]
+            self.scale = 2.0
+            self.lin = nn_.Linear(3, 2)
+            self.blocks = [nn_.Linear(2, 2), "not a module"]
+
+        def __call__(self, x):
+            return self.blocks[0](self.lin(x)) * self.scale
+
+    return Tagged()
+
+
+def _train_tagged(mx_, nn_, optim_, make_opt, compiled):
+    rng = np.random.default_rng(3)
+    m = _module_with_non_arrays(mx_, nn_)
+    m.update(tree_map(lambda p: mx_.array(rng.standard_normal(p.shape).astype(np.float32)),
+                      m.parameters()))
+    opt = make_opt(optim_)
+    x = mx_.array(rng.standard_normal((5, 3)).astype(np.float32))
+    lg = nn_.value_and_grad(m, lambda m, x: (m(x) ** 2).sum())
+    state = [m.state, opt.state]
+
+    def step(x):
+        loss, g = lg(m, x)
+        opt.update(m, g)
+        return loss
+
+    if compiled:
+        step = mx_.compile(step, inputs=state, outputs=state)
+    losses = []
+    for _ in range(3):
+        loss = step(x)
+        mx_.eval(loss, state)
+        losses.append(loss.item())
+    assert m.names == ["in", "out"] and m.cfg == {"kind": "mlp", "sizes": [3, 2], "extra": None}
+    assert m.flags == [True, 1.5] and m.scale == 2.0 and m.blocks[1] == "not a module"
+    return losses, {k: np.array(v) for k, v in tree_flatten(m.parameters())}
+
+
+_TAGGED_OPTS = [lambda o: o.SGD(learning_rate=0.002, momentum=0.5),
+                lambda o: o.Adam(learning_rate=0.05)]
+
+
+@pytest.mark.parametrize("make_opt", _TAGGED_OPTS, ids=["SGD", "Adam"])
+def test_update_of_a_module_with_non_array_attributes(make_opt):
+    import braze.nn as nn
+    eager = _train_tagged(mx, nn, optim, make_opt, False)
+    compiled = _train_tagged(mx, nn, optim, make_opt, True)
+    np.testing.assert_allclose(eager[0], compiled[0], rtol=1e-5)
+    assert eager[0][2] < eager[0][0]
+    mlx_core = pytest.importorskip("mlx.core")
+    import mlx.nn as mnn
+    import mlx.optimizers as moptim
+    want = _train_tagged(mlx_core, mnn, moptim, make_opt, False)
+    np.testing.assert_allclose(eager[0], want[0], rtol=1e-5)
+    assert eager[1].keys() == want[1].keys()
+    for k in want[1]:
+        np.testing.assert_allclose(eager[1][k], want[1][k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_gradient_subtrees_without_arrays_need_no_parameter():
+    opt = optim.SGD(learning_rate=0.5)
+    params = {"w": mx.ones((2,)), "name": "layer", "sizes": [3, 4]}
+    out = opt.apply_gradients({"w": mx.ones((2,)), "name": {}, "sizes": [{}, {}]}, params)
+    assert out["name"] == {} and out["sizes"] == [{}, {}]
+    np.testing.assert_array_equal(np.array(out["w"]), [0.5, 0.5])
+    with pytest.raises(ValueError, match="dict at 'l'"):  # a gradient array still needs one
+        opt.apply_gradients({"l": {"a": mx.zeros(1)}}, {"l": "text"})

@@ -16,6 +16,8 @@ constants of the traced graph; only `learning_rate` (and other scheduled values)
 braze differs from MLX only in its error messages: a gradient with no matching parameter, a
 gradient whose shape differs from its parameter's, or a non-array gradient raises a
 ValueError/TypeError naming the parameter path (MLX raises a bare KeyError or broadcasts).
+Gradient subtrees without arrays (the `{}` that `parameters()` makes of a module's strings,
+numbers and other non-array attributes) are passed through whatever the model holds there.
 """
 from __future__ import annotations
 
@@ -34,6 +36,14 @@ LearningRate = Union[float, mx.array, Callable[[mx.array], mx.array]]
 
 def _join(path, key):
     return f"{path}.{key}" if path else str(key)
+
+
+def _has_array(tree) -> bool:
+    if isinstance(tree, dict):
+        return any(_has_array(v) for v in tree.values())
+    if isinstance(tree, (list, tuple)):
+        return any(_has_array(v) for v in tree)
+    return True  # a leaf: an array, or a bad gradient the checks report
 
 
 def _check_scalar(name: str, value, owner: str):
@@ -131,6 +141,10 @@ class Optimizer:
         """Gradients against parameters, before anything is mutated: every gradient needs a
         parameter of the same shape, at the same place in a tree of the same kind."""
         name = type(self).__name__
+        if isinstance(g, (dict, list, tuple)) and not _has_array(g):
+            # nothing to apply: what `parameters()` makes of a module's non-array attributes
+            # (names, configs, flags), so the model may hold a str or an int there
+            return
         if isinstance(g, dict):
             if not isinstance(p, dict):
                 raise ValueError(f"[{name}] gradient tree has a dict at '{path or '<root>'}' "
