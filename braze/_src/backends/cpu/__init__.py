@@ -178,11 +178,11 @@ class CpuBackend(Backend):
         return CpuProgram(fn, variant, source, name, how, dt)
 
     # -- evaluation ----------------------------------------------------------------------------
-    def _fn(self, ir, e, kind, ndim, scal):
+    def _fn(self, ir, e, kind, ndim, scal, alias):
         """The kernel function for a variant (`program`, remembered under a plain tuple key:
         building and hashing a CpuVariant costs a microsecond per launch)."""
-        fn = self.program(ir, CpuVariant(kind, ndim, scal)).fn
-        e.fns[(kind, ndim, scal)] = fn
+        fn = self.program(ir, CpuVariant(kind, ndim, scal, alias)).fn
+        e.fns[(kind, ndim, scal, alias)] = fn
         return fn
 
     def run_compiled(self, ir, inputs, out_shape=None, donatable=None) -> list:
@@ -226,6 +226,7 @@ class CpuBackend(Backend):
             scal = e.scalars
         donors = self.assign_donors(ir, inputs, out_shape, donatable) if donatable else None
         outs = []
+        alias = ()  # (output, input) pairs sharing a buffer: the kernel variant knows them
         for j, npd in enumerate(e.out_np):
             d = donors[j] if donors else None
             if d is not None:
@@ -233,6 +234,7 @@ class CpuBackend(Backend):
                 ok = buf.flags.c_contiguous if order == "C" else buf.flags.f_contiguous
                 if ok:
                     outs.append(buf)
+                    alias += ((j, d),)
                     continue
             outs.append(M.empty(out_shape, npd, order))
         if size == 0:
@@ -242,7 +244,8 @@ class CpuBackend(Backend):
             f = o.reshape(-1, order=order)
             oflat.append(f.view(_U16) if h else f)
         if contiguous:
-            fn = e.fns.get(("contiguous", 0, scal)) or self._fn(ir, e, "contiguous", 0, scal)
+            fn = (e.fns.get(("contiguous", 0, scal, alias))
+                  or self._fn(ir, e, "contiguous", 0, scal, alias))
             args = []
             for x, h in zip(xs, e.half_in):
                 f = x.reshape(-1, order=order)
@@ -251,7 +254,8 @@ class CpuBackend(Backend):
             return outs
         shape, bufs, st, off = _strided_layout(xs, scal, out_shape, e.half_in)
         nd = len(shape)
-        fn = e.fns.get(("strided", nd, scal)) or self._fn(ir, e, "strided", nd, scal)
+        fn = e.fns.get(("strided", nd, scal, alias)) or self._fn(ir, e, "strided", nd, scal,
+                                                                 alias)
         POOL.run(fn, size, (shape, st, off) + tuple(bufs) + tuple(oflat))
         return outs
 
@@ -295,20 +299,23 @@ class CpuBackend(Backend):
                 ok = e.row_donors[stash] = donor_outputs(ir, stash)
             donors = self.assign_donors(ir, inputs, shape, donatable, ok)
         outs, flat = [], []
+        alias = ()
         for j, (npd, oshape) in enumerate(zip(e.out_np, ir.output_shapes(shape))):
             d = donors[j] if donors else None
             buf = inputs[d] if d is not None and inputs[d].flags.c_contiguous else None
             if buf is None:
                 buf = M.empty(oshape, npd)
+            else:
+                alias += ((j, d),)
             outs.append(buf)
             f = buf.reshape(-1)
             flat.append(f.view(_U16) if e.half_out[j] else f)
         nd = lay.rshape.shape[0] > 1
-        key = ("rows", letters, stash, nd)
+        key = ("rows", letters, stash, nd, alias)
         fn = e.fns.get(key)
         if fn is None:
             fn = e.fns[key] = self.program(ir, RowVariant(
-                letters=letters, stash=stash, multi_dim_rows=nd)).fn
+                letters=letters, stash=stash, multi_dim_rows=nd, alias=alias)).fn
         POOL.run(fn, nrow, (ncol, lay.rshape, lay.rstrides, lay.cstrides, lay.offsets)
                  + tuple(bufs) + tuple(flat), unit=ncol)
         return outs
@@ -348,13 +355,13 @@ class CpuBackend(Backend):
         needs to be 1-D, and outputs are small (`memory.empty` would return a plain
         `np.empty`)."""
         scal = e.scalars
-        fn = e.fns.get(("contiguous", 0, scal)) or self._fn(ir, e, "contiguous", 0, scal)
         args = []
         for k in e.run:
             x = inputs[k]
             args.append(x if x.ndim == 1 else x.reshape(1))
         donors = self.assign_donors(ir, inputs, out_shape, donatable) if donatable else None
         outs = []
+        alias = ()
         one = len(out_shape) == 1
         for j, npd in enumerate(e.out_np):
             d = donors[j] if donors else None
@@ -362,10 +369,13 @@ class CpuBackend(Backend):
                 o = inputs[d]
                 args.append(o if o.ndim == 1 else o.reshape(1))
                 outs.append(o)
+                alias += ((j, d),)
                 continue
             o = np.empty(1, npd)
             args.append(o)
             outs.append(o if one else o.reshape(out_shape))
+        fn = (e.fns.get(("contiguous", 0, scal, alias))
+              or self._fn(ir, e, "contiguous", 0, scal, alias))
         if e.any_half:
             hs = e.half_in + e.half_out
             args = [a.view(_U16) if h else a for a, h in zip(args, hs)]

@@ -14,10 +14,12 @@ Kernels are compiled with their pointer arguments marked `noalias` (`kernel_njit
 for the rendered `from numba import njit`). Without it LLVM guards every vectorized loop with
 a runtime overlap check between the output and input buffers, and a donated output (written
 into its input's buffer, `Backend.assign_donors`) always fails that check: the loop then ran
-its scalar fallback, 4-5x slower (Adam at 16 Mi: 96 ms instead of 18 ms). The promise holds
-for what braze passes: an output buffer is either fresh or a donated input read at exactly
-the indices it is written (same shape, same row-major layout), each element read before it is
-written in the same iteration, so no reordering LLVM may do under `noalias` changes a result.
+its scalar fallback, 4-5x slower (Adam at 16 Mi: 96 ms instead of 18 ms). The promise must
+be true, or LLVM may move a load of an input element after a store that overwrites it (issue
+20: a second output read a donated input after the first output was stored over it). So an
+output written into a donated input is never a separate argument: the kernel variant names
+the (output, input) pairs (`CpuVariant.alias`, `RowVariant.alias`) and the kernel stores
+through the input's own array (`render.alias_lines`); distinct arguments never share memory.
 """
 from __future__ import annotations
 

@@ -54,11 +54,30 @@ class CpuVariant(Variant):
     non-constant input, in order."""
 
     scalars: str = ""
+    #: (output j, input k) pairs: output j is written into input k's (donated) buffer
+    alias: tuple = ()
 
     @property
     def suffix(self) -> str:
         base = "_contiguous" if self.kind == "contiguous" else f"_strided_{self.ndim}"
-        return base + (f"_{self.scalars}" if self.scalars else "")
+        return base + (f"_{self.scalars}" if self.scalars else "") + alias_suffix(self.alias)
+
+
+def alias_suffix(alias) -> str:
+    return "".join(f"_o{j}in{k}" for j, k in alias)
+
+
+def alias_lines(alias, sliced=None) -> list:
+    """Kernel lines that make each donated output the same array as its input. A kernel's
+    pointer arguments are `noalias` (compiler.py), so an output sharing an input's buffer must
+    not be a separate argument: through one array LLVM keeps every load of an element before
+    the store that overwrites it. `sliced`: the inputs already cut to [start, stop) in a
+    contiguous kernel (None: whole buffers, indexed by the kernel)."""
+    out = []
+    for j, k in alias:
+        src = f"in{k}" if sliced is None or k in sliced else f"in{k}[start:stop]"
+        out.append(f"out{j} = {src}  # out{j} is written into in{k}'s donated buffer")
+    return out
 
 
 # numba scalar constructor for the type each dtype is computed in
@@ -444,17 +463,21 @@ def render(ir, variant: CpuVariant, fn_name: str = "kernel", cache: bool = False
     ind = "    "
     for p in pre:
         lines.append(ind + p)
+    aliased = dict(variant.alias)  # output -> input
     if not strided:
         # slices, so the index is provably non-negative (no wrap-around checks: vectorizes)
         for k, _ in vec:
             lines.append(ind + f"in{k} = in{k}[start:stop]")
         for j in range(len(ir.outputs)):
-            lines.append(ind + f"out{j} = out{j}[start:stop]")
+            if j not in aliased:
+                lines.append(ind + f"out{j} = out{j}[start:stop]")
+        lines += [ind + a for a in alias_lines(variant.alias, [k for k, _ in vec])]
         lines.append(ind + "for i in range(stop - start):")
         for s in loads + body + stores:
             lines.append(ind * 2 + s)
     else:
         # shapes and strides are arguments: one kernel serves every shape of this rank
+        lines += [ind + a for a in alias_lines(variant.alias)]
         for d in range(nd):
             lines.append(ind + f"n{d} = shape[{d}]")
         for k, si in vec:
@@ -488,13 +511,20 @@ def render(ir, variant: CpuVariant, fn_name: str = "kernel", cache: bool = False
     if strided:
         sig += ["_I64_1", "_I64_2", "_I64_1"]
     return module_source(f"braze kernel {ir.name}{variant.suffix}", ir, ctx, sig, sig_in,
-                         sig_out, cache, [], lines)
+                         sig_out, cache, [], lines, _written(run_inputs, variant.alias))
 
 
-def module_source(title, ir, ctx, sig, sig_in, sig_out, cache, imports, lines) -> str:
+def _written(run_inputs, alias) -> set:
+    """Positions (among the run-time inputs) of the inputs an output is written into."""
+    donors = {k for _, k in alias}
+    return {pos for pos, k in enumerate(run_inputs) if k in donors}
+
+
+def module_source(title, ir, ctx, sig, sig_in, sig_out, cache, imports, lines,
+                  written=()) -> str:
     """A kernel module: docstring (the IR), imports, the signature (`sig`: the leading
-    arguments' types, then the input and output buffers' element types), the decorated
-    function `lines`."""
+    arguments' types, then the input and output buffers' element types; inputs at the
+    positions `written` are writable), the decorated function `lines`."""
     head = [f'"""{title} (IR key {ir.key})', ""]
     head += ["  " + ln for ln in str(ir).splitlines()[1:]]
     head += ['"""', "import numpy as np", "from numba import njit, types", ""]
@@ -505,7 +535,8 @@ def module_source(title, ir, ctx, sig, sig_in, sig_out, cache, imports, lines) -
     head += imports
     head.append("")
     sig = list(sig)
-    sig += [f"types.Array(types.{t}, 1, 'C', readonly=True)" for t in sig_in]
+    sig += [f"types.Array(types.{t}, 1, 'C'{'' if p in written else ', readonly=True'})"
+            for p, t in enumerate(sig_in)]
     sig += [f"types.Array(types.{t}, 1, 'C')" for t in sig_out]
     head.append("_I64_1 = types.Array(types.int64, 1, 'C', readonly=True)")
     head.append("_I64_2 = types.Array(types.int64, 2, 'C', readonly=True)")

@@ -44,6 +44,9 @@ from .render import (
     _Ctx,
     _describe,
     _kind,
+    _written,
+    alias_lines,
+    alias_suffix,
     literal,
     module_source,
     op_expr,
@@ -75,12 +78,14 @@ class RowVariant(Variant):
     #: the rows collapse to several dimensions (an input broadcast along a middle axis): the
     #: row index is unravelled; usually one dimension, a stride per input (a cheaper build)
     multi_dim_rows: bool = False
+    #: (output j, input k) pairs: output j is written into input k's donated buffer
+    alias: tuple = ()
 
     @property
     def suffix(self) -> str:
         return (f"_rows_{self.letters}" + ("_stash" if self.stash else "")
                 + ("_partial" if self.partial else "")
-                + ("_nd" if self.multi_dim_rows else ""))
+                + ("_nd" if self.multi_dim_rows else "") + alias_suffix(self.alias))
 
 
 def _is_red(op) -> bool:
@@ -328,6 +333,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
     names = [None] * (n + len(ir.ops))
     vec = [k for k in run if letters[k] != "S"]
     slot = {k: i for i, k in enumerate(vec)}
+    donors = {k for _, k in variant.alias}
 
     pre, row_head = [], []
     params = ["start", "stop", "C", "rshape", "rstrides", "cstrides", "offsets"]
@@ -457,7 +463,8 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
             if (r in plan.online or _CT[dt.name] != red_info[r]
                     or _acc_dtype(op, dt) != dt or dt.name in HALF):
                 continue
-            if a < n and letters.get(a) == "V" and not _converted_on_load(ir, a):
+            if (a < n and letters.get(a) == "V" and not _converted_on_load(ir, a)
+                    and a not in donors):  # a donor's chunk is overwritten before the fold
                 direct[r] = f"x{a}"
             elif a in writes:
                 direct[r] = f"z{a - n}[j0:j0 + m]"
@@ -536,6 +543,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
 
     ind = "    "
     lines = [f"def {fn_name}({', '.join(params)}):"]
+    lines += [ind + a for a in alias_lines(variant.alias)]
     if variant.multi_dim_rows:
         lines.append(ind + "nr = rshape.shape[0]")
     for k in vec:
@@ -550,7 +558,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
                "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin, lsqdev"]
     sig = ["types.int64"] * 3 + ["_I64_1", "_I64_2", "_I64_1", "_I64_1"]
     return module_source(f"braze row kernel {ir.name}{variant.suffix}", ir, ctx, sig, sig_in,
-                         sig_out, cache, imports, lines)
+                         sig_out, cache, imports, lines, _written(run, variant.alias))
 
 
 def _acc_dtype(op, arg_dt):
