@@ -1,6 +1,7 @@
 """The `mx` namespace: MLX's names, re-exported from braze._src."""
 import math as _math
 
+from braze import __version__  # noqa: F401  (braze's version; MLX's mx.__version__ is MLX's)
 from braze._src.array import PrintOptions, array, get_printoptions, printoptions, set_printoptions  # noqa: F401
 from braze._src.compile.api import compile, disable_compile, enable_compile  # noqa: F401,A004
 from braze._src.device import (  # noqa: F401
@@ -59,7 +60,7 @@ from braze._src.transforms.autodiff import grad, jvp, value_and_grad, vjp  # noq
 from braze._src.transforms.custom import checkpoint, custom_function  # noqa: F401
 from braze._src.transforms.vmap import vmap  # noqa: F401
 
-from . import distributed, fast, random  # noqa: F401  (the mx.distributed/fast/random namespaces)
+from . import cuda, distributed, fast, metal, random  # noqa: F401  (the mx.* namespaces)
 
 complexfloating = DtypeCategory.complexfloating
 floating = DtypeCategory.floating
