@@ -167,6 +167,18 @@ def test_eager_float_to_int_follows_the_definition(src):
         check(x.astype(getattr(mx, dst)), expected_array(v, dst), (src, dst))
         # the NumPy-level helper every construction path uses
         check(casts.cast(v, np.dtype(NP[dst])), expected_array(v, dst), (src, dst, "cast"))
+        # one element at a time (0-d arrays: the scalar path) and the empty array
+        want = expected_array(v, dst)
+        for i in range(v.size):
+            check(casts.cast(v[i:i + 1].reshape(()), np.dtype(NP[dst])), want[i].reshape(()),
+                  (src, dst, "0-d", v[i]))
+        check(x[:0].astype(getattr(mx, dst)), want[:0], (src, dst, "empty"))
+        # only values that truncate into the target's range (no NaN): NumPy's own cast
+        if dst != "bool_":
+            info = np.iinfo(NP[dst])
+            x64 = to_f64(v)
+            inside = (x64 > info.min - 1.0) & (x64 < info.max + 1.0)
+            check(casts.cast(v[inside], np.dtype(NP[dst])), want[inside], (src, dst, "inside"))
 
 
 def test_eager_literal_table_for_every_float_dtype():

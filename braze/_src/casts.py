@@ -41,6 +41,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from . import np_errors
+
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
@@ -71,23 +73,53 @@ def _trunc(x: np.ndarray, bits: int) -> np.ndarray:
     lim = x.dtype.type(2.0 ** (bits - 1))  # a power of two: exact in float32 and float64
     ok = (x >= -lim) & (x < lim)  # False for NaN
     if ok.all():
-        return x.astype(np_int)  # every value in range: NumPy's truncation is defined
+        return x.astype(np_int)
     out = np.where(ok, x, 0).astype(np_int)
     out[~ok] = _I32_MIN if bits == 32 else _I64_MIN
     return out
 
 
+def _signed(v: float, bits: int) -> int:
+    lim = 1 << (bits - 1)
+    return int(v) if -lim <= v < lim else -lim  # a NaN fails the comparison
+
+
+def scalar_float_to_int(v: float, target: np.dtype):
+    """The rules of the module docstring for one Python float (a Python int or bool)."""
+    if target.kind == "b":
+        return v != 0
+    n = 8 * target.itemsize
+    if n < 32:
+        t = _signed(v, 32)
+    elif target == np.uint32:
+        t = _signed(v, 64)
+    elif target == np.uint64 and v >= 2.0 ** 63:
+        t = int(v) if v < 2.0 ** 64 else 0
+    else:
+        t = _signed(v, n)
+    t &= (1 << n) - 1
+    return t - (1 << n) if target.kind == "i" and t >> (n - 1) else t
+
+
 def float_to_int(x: np.ndarray, target: np.dtype) -> np.ndarray:
     """A float or complex array converted to the integer or bool NumPy dtype `target` by the
     rules of the module docstring."""
-    target = np.dtype(target)
     if x.dtype.kind == "c":
         if target.kind == "b":
-            return x != 0
+            return np.not_equal(x, 0)
         x = x.real
+    if x.size == 1:  # scalars: Python arithmetic costs less than a handful of NumPy calls
+        v = scalar_float_to_int(float(x.reshape(-1)[0]), target)  # float(): exact widening
+        return np.full(x.shape, v, dtype=target)
     x = widen(x)
     if target.kind == "b":
         return x != 0
+    if x.size == 0:
+        return x.astype(target)
+    lo, hi = float(x.min()), float(x.max())  # a NaN propagates, and fails both comparisons
+    info = np.iinfo(target)
+    if info.min - 1 < lo and hi < info.max + 1:  # exact: Python compares float and int exactly
+        return x.astype(target)  # every value truncates into range: NumPy's cast is defined
     if target in _NARROW:  # through int32, keep the low bits (unsigned narrowing: modular)
         return _trunc(x, 32).view(np.uint32).astype(_NARROW[target]).view(target)
     if target == np.int32:
@@ -98,10 +130,10 @@ def float_to_int(x: np.ndarray, target: np.dtype) -> np.ndarray:
     if target == np.uint32:
         return i64.view(np.uint64).astype(np.uint32)
     # uint64: values at or above 2**63 are converted as x - 2**63 (exact) with the top bit set
-    big = x >= x.dtype.type(2.0 ** 63)
+    lim = x.dtype.type(2.0 ** 63)
+    big = x >= lim
     if big.any():
-        hi = _trunc(np.where(big, x - x.dtype.type(2.0 ** 63), 0), 64) ^ _I64_MIN
-        i64 = np.where(big, hi, i64)
+        i64 = np.where(big, _trunc(np.where(big, x - lim, 0), 64) ^ _I64_MIN, i64)
     return i64.view(np.uint64)
 
 
@@ -126,12 +158,16 @@ def cast(x: np.ndarray, target: np.dtype) -> np.ndarray:
     if src == target:
         return x
     if target.kind in "biu" and src.kind in "fcV":
-        return np.asarray(float_to_int(x, target))  # NumPy gives scalars for 0-d operands
-    if src.kind == "c" and target.kind != "c":
-        x = x.real
-    with np.errstate(over="ignore", invalid="ignore"):
-        if target in _HALF or target.kind in "fc":
-            x = widen(x)  # half sources: exactly to float32 first
-            if target in _HALF and x.dtype != _F32:
-                x = x.astype(np.float32)  # float64 and integers: through float32, as MLX
+        return float_to_int(x, target)
+    token = np_errors.silence()  # float overflow to inf is a result, not an error
+    try:
+        if src.kind == "c" and target.kind != "c":
+            x = x.real
+        if target in _HALF:
+            if x.dtype != _F32:  # float64, integers, the other half type: through float32
+                x = widen(x) if x.dtype in _HALF else x.astype(np.float32)
+        elif x.dtype == _BF16:
+            x = widen(x)
         return x if x.dtype == target else x.astype(target)
+    finally:
+        np_errors.restore(token)
