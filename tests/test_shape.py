@@ -114,3 +114,18 @@ def test_against_mlx():
               lambda M, x: M.atleast_3d(x[0, 0]),
               lambda M, x: M.repeat(x, 2)]:
         np.testing.assert_array_equal(np.array(f(mx, a)), np.array(f(mlx, m)))
+
+
+def test_flatten_clamps_axes_like_mlx():
+    """MLX counts negative axes from the end and then clamps both to [0, ndim - 1]; a 0-d array
+    becomes shape (1,) whatever the axes (found by tests/differential)."""
+    a = mx.zeros((2, 3))
+    assert mx.flatten(a, 0, 5).shape == (6,)
+    assert mx.flatten(a, -5, 1).shape == (6,)
+    assert mx.flatten(a, 1, 7).shape == (2, 3)
+    assert mx.flatten(mx.array(1.0), 1, 2).shape == (1,)
+    assert mx.flatten(mx.array(1.0), -3, 7).shape == (1,)
+    with pytest.raises(ValueError, match="start_axis"):
+        mx.flatten(a, 3, 4)
+    with pytest.raises(ValueError, match="end_axis"):
+        mx.flatten(a, -9, -7)

@@ -94,15 +94,25 @@ def _reshape_method(self, *shape, stream=None):
 
 def flatten(a, /, start_axis=0, end_axis=-1, *, stream=None):
     a = _arr(a, "flatten")
-    if a.ndim == 0:
-        for ax in (start_axis, end_axis):
-            normalize_axis(ax, 1, "flatten")
+    for ax in (start_axis, end_axis):
+        if isinstance(ax, bool) or not isinstance(ax, (int, np.integer)):
+            raise TypeError(f"[flatten] Axes must be integers, got {type(ax).__name__}.")
+    # MLX's rule: negative axes count from the end, then both are clamped to [0, ndim - 1];
+    # a 0-d array becomes shape (1,) whatever the axes
+    nd = a.ndim
+    s = max(0, int(start_axis) + (nd if start_axis < 0 else 0))
+    e = min(nd - 1, int(end_axis) + (nd if end_axis < 0 else 0))
+    if nd == 0:
         return bind(Reshape((1,)), (a,))
-    s = normalize_axis(start_axis, a.ndim, "flatten")
-    e = normalize_axis(end_axis, a.ndim, "flatten")
     if s > e:
         raise ValueError(f"[flatten] start_axis ({start_axis}) must be less than or equal to "
                          f"end_axis ({end_axis}).")
+    if s >= nd:
+        raise ValueError(f"[flatten] Invalid start_axis {start_axis} for array with {nd} "
+                         "dimensions.")
+    if e < 0:
+        raise ValueError(f"[flatten] Invalid end_axis {end_axis} for array with {nd} "
+                         "dimensions.")
     if s == e:
         return a
     return bind(Flatten(s, e), (a,))
