@@ -164,11 +164,29 @@ def _listify(r):
     return list(r) if isinstance(r, (list, tuple)) else [r]
 
 
+_MLX_STREAM = [None]
+
+
+def _mlx_stream():
+    if _MLX_STREAM[0] is None:
+        _MLX_STREAM[0] = mc.new_stream(mc.cpu)
+    return _MLX_STREAM[0]
+
+
+def _evaluate(lib, fn, inputs):
+    out = _listify(fn(*inputs))
+    lib.eval(*[o for o in out if isinstance(o, (bx.array, mc.array))])
+    return out
+
+
 def run(lib, fn, inputs):
     """("ok", [(dtype name, ndarray)]) or ("raise", exception)."""
     try:
-        out = _listify(fn(*inputs))
-        lib.eval(*[o for o in out if isinstance(o, (bx.array, mc.array))])
+        if lib is mc:
+            with mc.stream(_mlx_stream()):
+                out = _evaluate(lib, fn, inputs)
+        else:
+            out = _evaluate(lib, fn, inputs)
         res = []
         for o in out:
             if not isinstance(o, (bx.array, mc.array)):
@@ -179,9 +197,11 @@ def run(lib, fn, inputs):
         raise
     except Exception as e:  # noqa: BLE001 - the oracle's exception is the expected result
         if lib is mc:
-            # MLX 0.32 leaves a task counted as active when a kernel raises inside eval; after
-            # ten of them every later eval waits forever. Synchronizing drains the count.
-            mc.synchronize()
+            # MLX 0.32 can leave a task counted as active when a kernel raises inside eval;
+            # after ten of them every later eval on that stream waits forever. Drain what can
+            # be drained and move on to a fresh stream.
+            mc.synchronize(_mlx_stream())
+            _MLX_STREAM[0] = None
         return "raise", e
 
 
