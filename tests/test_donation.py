@@ -156,7 +156,7 @@ def _run(backend, lines, dts, shape, outs, seed):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_donation_never_changes_a_result_cpu(p):

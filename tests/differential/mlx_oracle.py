@@ -183,8 +183,14 @@ def run(lib, fn, inputs):
     """("ok", [(dtype name, ndarray)]) or ("raise", exception)."""
     try:
         if lib is mc:
-            with mc.stream(_mlx_stream()):
+            # not `with mc.stream(...)`: MLX 0.32's context manager keeps the new stream as
+            # the default when the body raises (later MLX users in this process would see it)
+            prev = mc.default_stream(mc.cpu)
+            mc.set_default_stream(_mlx_stream())
+            try:
                 out = _evaluate(lib, fn, inputs)
+            finally:
+                mc.set_default_stream(prev)
         else:
             out = _evaluate(lib, fn, inputs)
         res = []

@@ -353,11 +353,22 @@ def compiled(fn, lib):
     return mx.compile(program) if lib is mx else program
 
 
+def _compiled_dtypes(i, dtypes) -> list:
+    """float32 and one more of the row's dtypes, in rotation over the rows (`i`): every dtype
+    is compiled for some ops while the suite builds about 230 kernels instead of 1,200 with an
+    empty kernel cache. Every dtype of every row runs eager above, and the cpu kernels equal
+    the numpy reference for every dtype in tests/test_cpu_backend.py."""
+    others = [d for d in dtypes if d != "float32"]
+    out = [d for d in dtypes if d == "float32"]
+    if others:
+        out.append(others[i % len(others)])
+    return out
+
+
 def _compiled_params():
-    for c in CASES:
-        if id(c) not in ELEMENTWISE:
-            continue
-        for dt in c.dtypes:
+    rows = [c for c in CASES if id(c) in ELEMENTWISE]
+    for i, c in enumerate(rows):
+        for dt in _compiled_dtypes(i, c.dtypes):
             marks = []
             reason = _xfail_reason(c.id, dt, "compiled")
             if reason:
