@@ -130,20 +130,22 @@ def _rebuild(fn: types.FunctionType, cache: dict):
 
 
 # -- inputs -----------------------------------------------------------------------------------
-def braze_input(x):
+def lib_input(lib, x):
+    """A table input for `lib` (braze.core or mlx.core): dtype names become dtypes, NumPy
+    arrays become arrays (float64 kept as float64)."""
     if isinstance(x, str):
-        return getattr(bx, "bool_" if x == "bool" else x)
+        return getattr(lib, "bool_" if x == "bool" else x)
     if isinstance(x, np.ndarray):
-        return bx.array(x, dtype=bx.float64) if x.dtype == np.float64 else bx.array(x)
+        return lib.array(x, dtype=lib.float64) if x.dtype == np.float64 else lib.array(x)
     return x
+
+
+def braze_input(x):
+    return lib_input(bx, x)
 
 
 def mlx_input(x):
-    if isinstance(x, str):
-        return getattr(mc, "bool_" if x == "bool" else x)
-    if isinstance(x, np.ndarray):
-        return mc.array(x, dtype=mc.float64) if x.dtype == np.float64 else mc.array(x)
-    return x
+    return lib_input(mc, x)
 
 
 # -- evaluation -------------------------------------------------------------------------------
