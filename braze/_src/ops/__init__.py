@@ -9,6 +9,7 @@ from . import (
     conv,
     creation,
     elementwise,
+    fft,  # noqa: F401  (mx.fft: its names stay out of the top-level namespace)
     indexing,
     linalg,
     misc,

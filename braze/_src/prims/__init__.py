@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     conv,
     core,
     creation,
+    fft,
     indexing,
     linalg,
     quantized,
