@@ -60,7 +60,7 @@ from braze._src.transforms.autodiff import grad, jvp, value_and_grad, vjp  # noq
 from braze._src.transforms.custom import checkpoint, custom_function  # noqa: F401
 from braze._src.transforms.vmap import vmap  # noqa: F401
 
-from . import cuda, distributed, fast, fft, metal, random  # noqa: F401  (the mx.* namespaces)
+from . import cuda, distributed, fast, fft, linalg, metal, random  # noqa: F401  (the mx.* namespaces)
 
 complexfloating = DtypeCategory.complexfloating
 floating = DtypeCategory.floating

@@ -12,6 +12,7 @@ from . import (
     fft,  # noqa: F401  (mx.fft: its names stay out of the top-level namespace)
     indexing,
     linalg,
+    linalg_decomp,  # noqa: F401  (mx.linalg only: its names are not in __all__)
     misc,
     quantized,
     reduction,

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     fft,
     indexing,
     linalg,
+    linalg_decomp,
     quantized,
     random,
     reduce,
