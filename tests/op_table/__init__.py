@@ -49,6 +49,7 @@ def all_cases():
         conv,
         creation,
         elementwise,
+        fft,
         indexing,
         linalg,
         quantized,
@@ -57,6 +58,7 @@ def all_cases():
         sorting,
     )
     out = []
-    for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, conv, quantized):
+    for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, conv, quantized,
+              fft):
         out.extend(m.CASES)
     return out
