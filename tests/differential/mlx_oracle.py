@@ -35,9 +35,10 @@ BF16 = ml_dtypes.bfloat16
 TOL = {"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2), "float32": (1e-5, 1e-6),
        "float64": (1e-6, 1e-9), "complex64": (1e-5, 1e-6)}
 
-_PAIRS = ((bx, mc), (bx.fast, mc.fast), (bx.fft, mc.fft), (bx.random, mc.random),
-          (braze.nn, mlx.nn), (braze.nn.init, mlx.nn.init), (braze.nn.losses, mlx.nn.losses),
-          (braze.optimizers, mlx.optimizers), (braze.utils, mlx.utils))
+_PAIRS = ((bx, mc), (bx.fast, mc.fast), (bx.linalg, mc.linalg), (bx.fft, mc.fft),
+          (bx.random, mc.random), (braze.nn, mlx.nn), (braze.nn.init, mlx.nn.init),
+          (braze.nn.losses, mlx.nn.losses), (braze.optimizers, mlx.optimizers),
+          (braze.utils, mlx.utils))
 _MAP: dict = {}  # id(braze object) -> (braze object, MLX object)
 for _b, _m in _PAIRS:
     _MAP[id(_b)] = (_b, _m)

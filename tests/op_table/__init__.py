@@ -52,6 +52,7 @@ def all_cases():
         fft,
         indexing,
         linalg,
+        linalg_decomp,
         quantized,
         reduction,
         shape,
@@ -59,6 +60,6 @@ def all_cases():
     )
     out = []
     for m in (creation, elementwise, reduction, shape, indexing, linalg, sorting, conv, quantized,
-              fft):
+              fft, linalg_decomp):
         out.extend(m.CASES)
     return out
