@@ -287,3 +287,10 @@ def test_fft_names_are_not_top_level():
     for name in ns.__all__:
         assert name == "fft" or not hasattr(mx, name), name
     assert mx.fft is ns
+
+
+def test_shapeless_compile_is_refused_as_in_mlx():
+    """FFT's sizes are baked at trace time (cut/pad, irfft's n); MLX refuses it shapeless too."""
+    f = mx.compile(lambda x: mx.fft.fft(x) * 2, shapeless=True)
+    with pytest.raises(ValueError, match="FFT"):
+        f(mx.arange(4.0))
