@@ -43,7 +43,7 @@ from braze._src.dtypes import (  # noqa: F401
     uint32,
     uint64,
 )
-from braze._src.io import load, save_safetensors, savez, savez_compressed  # noqa: F401
+from braze._src.io import load, save, save_gguf, save_safetensors, savez, savez_compressed  # noqa: F401
 from braze._src.memory import (  # noqa: F401
     clear_cache,
     get_active_memory,

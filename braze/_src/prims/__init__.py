@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     creation,
     fft,
     indexing,
+    io,
     linalg,
     linalg_decomp,
     quantized,

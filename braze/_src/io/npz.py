@@ -1,0 +1,56 @@
+"""`.npz` files: NumPy archives of `.npy` entries (bfloat16 as `<V2`, as in `npy.py`)."""
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+
+from ._files import BF16, from_numpy, is_reader, open_for_write, path_of, to_numpy
+
+
+def _write_npz(file, arrays, compress):
+    op = "savez_compressed" if compress else "savez"
+    mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    pending = [(name, to_numpy(a, name, op)) for name, a in arrays.items()]
+    with open_for_write(file, op, ".npz") as f, zipfile.ZipFile(f, "w", compression=mode) as z:
+        for name, x in pending:
+            if x.dtype == BF16:
+                x = x.view(np.dtype("V2"))
+            with z.open(name + ".npy", "w", force_zip64=True) as entry:
+                np.lib.format.write_array(entry, x, allow_pickle=False)
+
+
+def savez(file, *args, **kwargs) -> None:
+    """Save arrays to an uncompressed `.npz` (positional ones as arr_0, arr_1, ...)."""
+    arrays = {f"arr_{i}": a for i, a in enumerate(args)}
+    for k, v in kwargs.items():
+        if k in arrays:
+            raise ValueError(f"[savez] Cannot use un-named variables and keyword {k}.")
+        arrays[k] = v
+    _write_npz(file, arrays, False)
+
+
+def savez_compressed(file, *args, **kwargs) -> None:
+    """Save arrays to a compressed `.npz`."""
+    arrays = {f"arr_{i}": a for i, a in enumerate(args)}
+    for k, v in kwargs.items():
+        if k in arrays:
+            raise ValueError(f"[savez_compressed] Cannot use un-named variables and keyword {k}.")
+        arrays[k] = v
+    _write_npz(file, arrays, True)
+
+
+def load_npz(file) -> dict:
+    out = {}
+    source = file if is_reader(file) else path_of(file, "load")
+    try:
+        z = np.load(source, allow_pickle=False)
+    except (ValueError, zipfile.BadZipFile) as e:
+        raise ValueError(f"[load] Invalid .npz file ({e}).") from None
+    with z:
+        for name in z.files:
+            x = z[name]
+            if x.dtype == np.dtype("V2"):
+                x = x.view(BF16)
+            out[name] = from_numpy(x)
+    return out
