@@ -4,6 +4,12 @@ import math as _math
 from braze import __version__  # noqa: F401  (braze's version; MLX's mx.__version__ is MLX's)
 from braze._src.array import PrintOptions, array, get_printoptions, printoptions, set_printoptions  # noqa: F401
 from braze._src.compile.api import compile, disable_compile, enable_compile  # noqa: F401,A004
+from braze._src.compile.export import (  # noqa: F401
+    FunctionExporter,
+    export_function,
+    exporter,
+    import_function,
+)
 from braze._src.device import (  # noqa: F401
     Device,
     DeviceType,
