@@ -2,6 +2,8 @@
 
 Expected dtypes and values were checked against MLX 0.32 and are written as plain expectations.
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -245,3 +247,25 @@ def test_asarray():
         mx.asarray(x, mx.float32, copy=False)
     with pytest.raises(ValueError, match=r"^\[asarray\]"):
         mx.asarray([1, 2], copy=False)
+
+
+# -- issue 13: MLX's arange corner cases and int32 shape dimensions ---------------------------
+@pytest.mark.parametrize("args, values", [
+    ((0, 10, math.inf), [0.0]), ((0, -10, -math.inf), [0.0]), ((10, 0, math.inf), []),
+])
+def test_arange_infinite_step_gives_start(args, values):
+    assert mx.arange(*args).tolist() == values
+
+
+def test_arange_keyword_start_without_stop_is_a_type_error():
+    with pytest.raises(TypeError, match=r"^\[arange\]"):
+        mx.arange(start=1, step=2)
+    assert mx.arange(stop=3).tolist() == [0, 1, 2]
+    assert mx.arange(-3, None, -1).tolist() == [0, -1, -2]
+
+
+@pytest.mark.parametrize("call", [lambda: mx.zeros(2**31), lambda: mx.ones([2**31]),
+                                  lambda: mx.full([-(2**31) - 1], 0.0)])
+def test_shape_outside_int32_is_an_overflow_error(call):
+    with pytest.raises(OverflowError, match=r"^\[full\] Shape dimension -?2147483\d+ is outside"):
+        call()

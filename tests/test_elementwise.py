@@ -572,3 +572,18 @@ def test_dtypes_match_mlx(name):
         if name == "nan_to_num" and dt == "float64":
             continue  # MLX does not support it yet; braze does
         assert ours == theirs, (name, dt, ours, theirs)
+
+
+# -- issue 13 ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dt", ["int8", "int32", "int64"])
+def test_integer_negative_power_is_zero_as_mlx(dt):
+    x = mx.power(mx.array([2, -2, 1, -1], dt), mx.array([-1, -3, -9, -2], dt))
+    assert x.tolist() == [0, 0, 0, 0]
+    assert mx.power(2, -1).item() == 0  # 0-d
+
+
+def test_isinf_isfinite_complex_look_at_both_parts():
+    inf, nan = math.inf, math.nan
+    x = mx.array([complex(0, inf), complex(-inf, 0), complex(3, 4), complex(nan, 0)])
+    assert mx.isinf(x).tolist() == [True, True, False, False]
+    assert mx.isfinite(x).tolist() == [False, False, True, False]

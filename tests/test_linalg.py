@@ -258,3 +258,11 @@ def test_linalg_matches_mlx_when_available():
         want = f(mlx, mlx.array(a), mlx.array(b), mlx.array(c))
         assert got.shape == tuple(want.shape) and got.dtype.name == str(want.dtype).split(".")[-1]
         np.testing.assert_allclose(_np(got), np.array(want), rtol=1e-5, atol=1e-5)
+
+
+# -- issue 13 ----------------------------------------------------------------------------------
+def test_kron_errors_as_mlx():
+    with pytest.raises(ValueError, match=r"^\[kron\] Input arrays cannot be empty"):
+        mx.kron(mx.array([]), mx.array([1, 2]))
+    with pytest.raises(OverflowError, match=r"^\[kron\] Shape dimension 4294967296"):
+        mx.kron(mx.zeros(2**16), mx.zeros(2**16))

@@ -501,3 +501,29 @@ def test_matches_mlx_scans(op, dt, reverse, inclusive):
     tol = {"float16": 3e-3, "bfloat16": 2e-2}.get(got.dtype.name, 2e-5)
     np.testing.assert_allclose(val(got), _mlx_np(want).astype(val(got).dtype), rtol=tol,
                                atol=tol)
+
+
+# -- issue 13 ----------------------------------------------------------------------------------
+def test_numpy_functions_call_the_methods_with_their_keywords():
+    a = mx.array([[1.0, 2.0], [3.0, 4.0]])
+    assert np.sum(a).item() == 10 and np.all(a > 0).item()
+    assert np.mean(a, axis=0).tolist() == [2.0, 3.0]
+    assert np.sum(a, dtype=np.int32).dtype == mx.int32
+    assert np.cumsum(a).tolist() == [1, 3, 6, 10]
+    assert np.var(a, ddof=1).item() == pytest.approx(5 / 3)
+    with pytest.raises(TypeError, match=r"^\[sum\] out="):
+        a.sum(out=np.zeros(()))
+
+
+def test_median_nan_propagates_for_complex():
+    out = mx.median(mx.array([complex(1, 0), complex(NAN, 0), complex(0, 0)]))
+    assert mx.isnan(out).item()
+    x = mx.array([[1.0, NAN, 3.0], [4.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(np.asarray(mx.median(x, axis=1)), [NAN, 5.0])
+
+
+def test_logcumsumexp_complex():
+    a = np.array([1, 2, 3], np.float32) + 1j
+    out = np.asarray(mx.logcumsumexp(mx.array(a)))
+    ref = np.log(np.cumsum(np.exp(a.astype(np.complex128))))
+    np.testing.assert_allclose(out, ref, rtol=1e-5)

@@ -129,3 +129,27 @@ def test_flatten_clamps_axes_like_mlx():
         mx.flatten(a, 3, 4)
     with pytest.raises(ValueError, match="end_axis"):
         mx.flatten(a, -9, -7)
+
+
+# -- issue 13 ----------------------------------------------------------------------------------
+def test_roll_tuple_shift_without_axes_adds_the_shifts():
+    x = np.arange(10).reshape(2, 5)
+    np.testing.assert_array_equal(np.asarray(mx.roll(mx.array(x), (1, 1, -3))),
+                                  np.roll(x, (1, 1, -3)))
+
+
+def test_view_of_a_0d_array():
+    assert mx.array(-1, mx.int8).view(mx.uint8).item() == 255
+
+
+@pytest.mark.parametrize("call, text", [
+    (lambda: mx.reshape(mx.zeros(4), [2**31]), "[reshape] Shape dimension 2147483648"),
+    (lambda: mx.broadcast_to(mx.zeros(4), [2**31, 1]), "[broadcast_to] Shape dimension"),
+    (lambda: mx.concatenate([mx.zeros(2**30)] * 3), "[concatenate] Shape dimension 3221225472"),
+    (lambda: mx.repeat(mx.zeros(2**30), 2), "[repeat] Shape dimension 2147483648"),
+    (lambda: mx.tile(mx.zeros(2**30), 4), "[tile] Shape dimension 4294967296"),
+])
+def test_computed_dimensions_outside_int32_overflow(call, text):
+    with pytest.raises(OverflowError) as ei:
+        call()
+    assert str(ei.value).startswith(text)

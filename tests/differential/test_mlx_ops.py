@@ -199,14 +199,6 @@ KNOWN = [
         ('table', 'bfloat16 float16 float32',
          'tensordot[pairs_int]'),
     ]),
-    ("MLX limitation: kron refuses empty arrays; braze returns the empty product (NumPy's "
-     'result)',
-     [
-        ('empty', 'bfloat16 float16 float32',
-         'kron[1d_2d] kron[2d] kron[scalar]'),
-        ('empty', 'int32 int64 int8 uint8',
-         'kron[int]'),
-    ]),
     ('MLX limitation: quantize cannot reshape an empty array; braze quantizes zero rows',
      [
         ('empty', 'bfloat16 float16 float32',

@@ -193,6 +193,19 @@ def normalize_axes(axis, ndim: int, op: str) -> tuple:
     return (normalize_axis(axis, ndim, op),)
 
 
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def check_dims(shape, op: str) -> tuple:
+    """MLX keeps shape dimensions in int32: one outside that range, given or computed, is an
+    OverflowError naming it (rather than a wrapped, bogus dimension)."""
+    for d in shape:
+        if not INT32_MIN <= d <= INT32_MAX:
+            raise OverflowError(f"[{op}] Shape dimension {d} is outside the supported range "
+                                f"[{INT32_MIN}, {INT32_MAX}].")
+    return shape
+
+
 def check_shape(shape, op: str) -> tuple:
     """An int or a sequence of non-negative ints -> a tuple of ints."""
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
@@ -200,7 +213,7 @@ def check_shape(shape, op: str) -> tuple:
     if not isinstance(shape, (list, tuple)) or not all(
             isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
         raise TypeError(f"[{op}] Expected a shape (int or sequence of ints), got {shape!r}.")
-    shape = tuple(int(s) for s in shape)
+    shape = check_dims(tuple(int(s) for s in shape), op)
     if any(s < 0 for s in shape):
         raise ValueError(f"[{op}] Negative dimensions are not allowed: {shape}.")
     return shape

@@ -5,6 +5,7 @@ Every op is lazy like MLX: `zeros`, `ones` and `full` are a `Broadcast` (a zero-
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -69,18 +70,40 @@ def _constant(v, dtype: D.Dtype | None, op: str) -> array:
 
 
 # -- ranges -----------------------------------------------------------------------------------
-def arange(start=None, stop=None, step=None, dtype=None, *, stream=None) -> array:
-    """Values in [start, stop) by step (MLX's forms: arange(stop), arange(start, stop[, step]))."""
+_NO = object()  # an argument not passed at all (None is a value: arange(-3, None, -1))
+
+
+def _arange_form(start, stop, step, dtype):
+    """MLX's two overloads: arange(start, stop[, step][, dtype]) and arange(stop[, step]
+    [, dtype]); a start given without any stop matches neither (TypeError, as MLX)."""
     if isinstance(step, D.Dtype) and dtype is None:  # the arange(stop, step, dtype) form
-        start, stop, step, dtype = None, start, stop, step
-    if stop is None:
-        if start is None:
+        start, stop, step, dtype = start, _NO, stop, step
+    if start is _NO:
+        if stop is _NO or stop is None:
             raise TypeError("[arange] Expected a stop value.")
-        start, stop = 0, start
-    if start is None:
         start = 0
-    if step is None:
-        step = 1
+    elif stop is _NO or stop is None:
+        start, stop = 0, start
+    return start, stop, 1 if step is None or step is _NO else step, dtype
+
+
+def arange(*args, stream=None, **kwargs) -> array:
+    """Values in [start, stop) by step (MLX's forms: arange(stop), arange(start, stop[, step]))."""
+    names = ("start", "stop", "step", "dtype")
+    if len(args) > 4:
+        raise TypeError(f"[arange] Expected at most 4 positional arguments, got {len(args)}.")
+    bad = set(kwargs) - set(names)
+    if bad:
+        raise TypeError(f"[arange] Unexpected keyword argument {sorted(bad)[0]!r}.")
+    vals = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in vals:
+            raise TypeError(f"[arange] Got multiple values for argument {k!r}.")
+        vals[k] = v
+    if "start" in kwargs and "stop" not in vals:
+        raise TypeError("[arange] A keyword start needs a stop value.")
+    start, stop, step, dtype = _arange_form(*(vals.get(k, _NO) for k in names[:3]),
+                                            vals.get("dtype"))
     start = _real_scalar(start, "start", "arange")
     stop = _real_scalar(stop, "stop", "arange")
     step = _real_scalar(step, "step", "arange")
@@ -98,6 +121,9 @@ def arange(start=None, stop=None, step=None, dtype=None, *, stream=None) -> arra
         raise ValueError("[arange] bool is not supported for arange.")
     if step == 0:
         raise ValueError("[arange] step must be nonzero.")
+    if math.isinf(step) and math.isfinite(start) and math.isfinite(stop) and (
+            (step > 0 and start < stop) or (step < 0 and start > stop)):
+        return _constant(start, dtype, "arange").reshape((1,))  # MLX: just [start]
     n = arange_length(start, stop, step)
     if n > _INT32_MAX:
         raise ValueError(f"[arange] Maximum size exceeded: {n} elements.")

@@ -281,7 +281,9 @@ def isneginf(a, /, *, stream=None):
 def isinf(a, /, *, stream=None):
     """Element-wise test for +inf or -inf."""
     a = _arr(a, "isinf")
-    if a._dtype.kind in "fc":
+    if a._dtype.kind == "c":  # either part infinite, as NumPy and MLX
+        return bind(B.LOGICAL_OR, (isinf(real(a)), isinf(imag(a))))
+    if a._dtype.kind == "f":
         return bind(B.LOGICAL_OR, (isposinf(a), isneginf(a)))
     return _full(a._shape, False, _bool)
 
@@ -289,7 +291,9 @@ def isinf(a, /, *, stream=None):
 def isfinite(a, /, *, stream=None):
     """Element-wise test for finite values (not inf, not NaN)."""
     a = _arr(a, "isfinite")
-    if a._dtype.kind in "fc":
+    if a._dtype.kind == "c":  # both parts finite
+        return bind(B.LOGICAL_AND, (isfinite(real(a)), isfinite(imag(a))))
+    if a._dtype.kind == "f":
         return logical_not(bind(B.LOGICAL_OR, (isinf(a), isnan(a))))
     return _full(a._shape, True, _bool)
 

@@ -23,6 +23,7 @@ from ._helpers import (
     attach_methods,
     broadcast_shapes,
     broadcast_to_shape,
+    check_dims,
 )
 
 __all__ = ["matmul", "addmm", "inner", "outer", "tensordot", "einsum", "kron", "vecdot"]
@@ -310,6 +311,8 @@ def outer(a, b, *, stream=None) -> array:
 def kron(a, b, *, stream=None) -> array:
     """The Kronecker product."""
     a, b = _arr(a, "kron"), _arr(b, "kron")
+    if a.size == 0 or b.size == 0:
+        raise ValueError("[kron] Input arrays cannot be empty.")
     (a, b), _ = _common_dtype([a, b], "kron")
     n = max(a.ndim, b.ndim)
     if 2 * n > len(_LETTERS):
@@ -318,7 +321,7 @@ def kron(a, b, *, stream=None) -> array:
     b = _reshape(b, (1,) * (n - b.ndim) + b.shape)
     la, lb = _LETTERS[:n], _LETTERS[n:2 * n]
     prod = bind(Einsum(f"{la},{lb}->" + "".join(x + y for x, y in zip(la, lb))), (a, b))
-    return _reshape(prod, tuple(x * y for x, y in zip(a.shape, b.shape)))
+    return _reshape(prod, check_dims(tuple(x * y for x, y in zip(a.shape, b.shape)), "kron"))
 
 
 def vecdot(a, b, /, *, axis=-1, stream=None) -> array:

@@ -283,10 +283,9 @@ def median(a, /, axis=None, keepdims=False, *, stream=None):
     mid = at(n // 2)
     if n % 2 == 0:
         mid = multiply(add(at(n // 2 - 1), mid), _scalar(0.5, dt))
-    # NaN sorts last: if the last one is NaN the median is NaN
-    last = at(n - 1)
-    if dt.kind == "f":
-        mid = where(isnan(last), _scalar(math.nan, dt), mid)
+    # any NaN makes the median NaN, as in NumPy (complex NaNs need not sort last)
+    if dt.kind in "fc":
+        mid = where(any(isnan(x), axis=-1, keepdims=True), _scalar(math.nan, dt), mid)
     out_shape = keep_shape(a.shape, axes) if keepdims else _squeezed(a.shape, axes)
     return _reshape(mid, out_shape)
 
@@ -349,25 +348,36 @@ def logcumsumexp(a, /, axis=None, *, reverse=False, inclusive=True, stream=None)
 
 
 # -- array methods (MLX's signatures: axis may be given positionally) -------------------------
+# NumPy's functions call an array's method of the same name when given a non-NumPy array
+# (np.sum(a) is a.sum(axis=None, dtype=None, out=None)), so the methods also take `dtype`
+# (the input is cast first, NumPy's accumulator dtype) and `out`, which must stay None.
+def _numpy_args(self, name, dtype, out):
+    if out is not None:
+        raise TypeError(f"[{name}] out= is not supported: braze arrays are immutable.")
+    return self if dtype is None else _cast(self, check_dtype(dtype, name))
+
+
 def _m_reduce(fn):
-    def method(self, axis=None, keepdims=False, *, stream=None):
-        return fn(self, axis, keepdims)
+    def method(self, axis=None, keepdims=False, *, stream=None, dtype=None, out=None):
+        return fn(_numpy_args(self, fn.__name__, dtype, out), axis, keepdims)
     method.__name__ = fn.__name__
     method.__doc__ = fn.__doc__
     return method
 
 
 def _m_var(fn):
-    def method(self, axis=None, keepdims=False, ddof=0, *, stream=None):
-        return fn(self, axis, keepdims, ddof)
+    def method(self, axis=None, keepdims=False, ddof=0, *, stream=None, dtype=None, out=None):
+        return fn(_numpy_args(self, fn.__name__, dtype, out), axis, keepdims, ddof)
     method.__name__ = fn.__name__
     method.__doc__ = fn.__doc__
     return method
 
 
 def _m_scan(fn):
-    def method(self, axis=None, *, reverse=False, inclusive=True, stream=None):
-        return fn(self, axis, reverse=reverse, inclusive=inclusive)
+    def method(self, axis=None, *, reverse=False, inclusive=True, stream=None, dtype=None,
+               out=None):
+        x = _numpy_args(self, fn.__name__, dtype, out)
+        return fn(x, axis, reverse=reverse, inclusive=inclusive)
     method.__name__ = fn.__name__
     method.__doc__ = fn.__doc__
     return method

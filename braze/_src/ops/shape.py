@@ -10,7 +10,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes as D
-from ..array import array
+from ..array import LIST_STACK, array
 from ..prims.base import bind
 from ..prims.core import Broadcast
 from ..prims.shape import (
@@ -33,6 +33,7 @@ from ._helpers import (
     astype,
     attach_methods,
     broadcast_arrays_,
+    check_dims,
     normalize_axis,
 )
 from ._helpers import broadcast_shapes as _bshapes
@@ -80,7 +81,7 @@ _infer_shape = resolve_shape  # shape with its -1 inferred; ValueError naming th
 def reshape(a, /, shape, *, stream=None):
     """Reshape `a` to `shape` (one entry may be -1)."""
     a = _arr(a, "reshape")
-    shape = _int_tuple(shape, "reshape", "a shape")
+    shape = check_dims(_int_tuple(shape, "reshape", "a shape"), "reshape")
     if _infer_shape(a.size, shape, "reshape") == a._shape:
         return a
     return bind(Reshape(shape), (a,))  # the requested shape, -1 kept (MLX's Reshape)
@@ -246,7 +247,7 @@ def _broadcast_to(a: array, shape: tuple, op: str) -> array:
 
 def broadcast_to(a, /, shape, *, stream=None):
     a = _arr(a, "broadcast_to")
-    shape = _int_tuple(shape, "broadcast_to", "a shape")
+    shape = check_dims(_int_tuple(shape, "broadcast_to", "a shape"), "broadcast_to")
     if any(s < 0 for s in shape):
         raise ValueError(f"[broadcast_to] Negative dimensions not allowed, got {shape}.")
     return _broadcast_to(a, shape, "broadcast_to")
@@ -322,6 +323,7 @@ def _concat(arrays, axis, op):
                              f"{shapes}, and the concatenation axis is {axis}.")
     if len(arrays) == 1:
         return arrays[0]
+    check_dims((builtins.sum(a._shape[ax] for a in arrays),), op)
     return bind(Concatenate(ax), tuple(arrays))
 
 
@@ -414,7 +416,7 @@ def tile(a, reps, /, *, stream=None):
         bshape.extend((r, s))
     x = reshape(x, tuple(exp))
     x = _broadcast_to(x, tuple(bshape), "tile")
-    return reshape(x, tuple(r * s for r, s in zip(reps, shape)))
+    return reshape(x, check_dims(tuple(r * s for r, s in zip(reps, shape)), "tile"))
 
 
 def repeat(array, repeats, axis=None, *, stream=None):  # noqa: A002  (MLX's parameter name)
@@ -433,6 +435,7 @@ def repeat(array, repeats, axis=None, *, stream=None):  # noqa: A002  (MLX's par
     if repeats == 1:
         return a
     s = a._shape
+    check_dims((s[ax] * repeats,), "repeat")
     x = bind(ExpandDims((ax + 1,)), (a,))
     x = _broadcast_to(x, s[:ax + 1] + (repeats,) + s[ax + 1:], "repeat")
     return reshape(x, s[:ax] + (s[ax] * repeats,) + s[ax + 1:])
@@ -475,11 +478,9 @@ def flip(a, /, axis=None, *, stream=None):
 def roll(a, shift, axis=None, /, *, stream=None):
     a = _arr(a, "roll")
     shifts = _int_tuple(shift, "roll", "shift")
-    if axis is None:
-        if len(shifts) != 1:
-            raise ValueError(f"[roll] A tuple shift {shift} requires a matching tuple of axes.")
+    if axis is None:  # MLX: the shifts add up, applied to the flattened array
         flat = reshape(a, (-1,))
-        return reshape(roll(flat, shifts[0], 0), a._shape)
+        return reshape(roll(flat, builtins.sum(shifts), 0), a._shape)
     axes = _int_tuple(axis, "roll", "axis")
     if len(shifts) == 1:
         shifts = shifts * len(axes)
@@ -614,6 +615,7 @@ def pad(a, pad_width, mode="constant", constant_values=0, *, stream=None):
                          f"'reflect' or 'symmetric'.")
     if all(lo == 0 and hi == 0 for lo, hi in widths):
         return a
+    check_dims(tuple(n + lo + hi for n, (lo, hi) in zip(a._shape, widths)), "pad")
     if mode == "constant":
         v = _arr(constant_values, "pad")
         if v.size != 1:
@@ -733,4 +735,4 @@ attach_methods({
     "moveaxis": _moveaxis_method, "split": _split_method, "diag": _diag_method,
     "diagonal": _diagonal_method, "view": _view_method,
 })
-
+LIST_STACK.make = stack  # `mx.array([x, y])` of arrays (array.py cannot import ops)

@@ -58,8 +58,7 @@ def _power(a, b):
         neg = b < 0
         if neg.any():  # MLX: an integer to a negative integer power is 0 (NumPy raises)
             r = np.power(a, np.where(neg, 0, b).astype(b.dtype))
-            r[neg] = 0
-            return r
+            return np.where(neg, a.dtype.type(0), r)  # np.where: r may be a 0-d scalar
     return np.power(a, b)
 
 

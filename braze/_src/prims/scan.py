@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import Primitive, bind, ops
+from .binary import _logaddexp
 from .reduce import acc_dtype, batched_axis
 
 SCAN_TYPES = ("sum", "prod", "max", "min", "logaddexp")
@@ -31,6 +32,14 @@ def scan_identity(reduce_type: str, npd: np.dtype):
         info = np.iinfo(npd)
         return info.max if big else info.min
     return np.inf if big else -np.inf
+
+
+def _complex_logaddexp_accumulate(x, ax):
+    """np.logaddexp has no complex loop: accumulate with the binary primitive's kernel."""
+    r = np.moveaxis(x, ax, 0).copy()
+    for i in range(1, r.shape[0]):
+        r[i] = _logaddexp(r[i - 1], r[i])
+    return np.moveaxis(r, 0, ax)
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,8 @@ class Scan(Primitive):
                 r = np.maximum.accumulate(xa, axis=ax) if xa.size else xa.copy()
             elif rt == "min":
                 r = np.minimum.accumulate(xa, axis=ax) if xa.size else xa.copy()
+            elif xa.dtype.kind == "c":
+                r = _complex_logaddexp_accumulate(xa, ax)
             else:
                 r = np.logaddexp.accumulate(xa, axis=ax) if xa.size else xa.copy()
         if not self.inclusive and r.shape[ax]:

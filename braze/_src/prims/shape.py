@@ -715,10 +715,9 @@ class View(Primitive):
         return [(tuple(shape), self.dtype)]
 
     def eval_cpu(self, x):
-        x = np.ascontiguousarray(x)
-        if x.ndim == 0:
+        if x.ndim == 0:  # (np.ascontiguousarray would make it 1-d)
             return [x.reshape(1).view(self.dtype.np_dtype).reshape(())]
-        return [x.view(self.dtype.np_dtype)]
+        return [np.ascontiguousarray(x).view(self.dtype.np_dtype)]
 
     differentiable = False  # a bit reinterpretation has no derivative
 
