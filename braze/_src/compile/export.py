@@ -137,8 +137,9 @@ def encode_primitive(prim) -> dict:
         except _Unserializable as e:
             raise ValueError(
                 f"[export_function] The primitive {name} cannot be exported: its field "
-                f"`{f.name}` holds a Python {e} (custom functions, checkpoint and custom "
-                "kernels are not serializable).") from None
+                f"`{f.name}` holds a Python {e} object, which a file cannot carry (custom "
+                "functions, checkpoint, kernels fused by mx.compile and custom kernels are "
+                "not exportable).") from None
     return {"prim": name, "fields": fields}
 
 
@@ -519,6 +520,8 @@ def import_function(file, return_metadata=False):
 
 
 def _corrupt(path, why) -> ValueError:
+    if isinstance(why, KeyError):
+        why = f"no entry {why}"
     return ValueError(f"[import_function] {path} is not a valid braze function file ({why}). "
                       "Only files written by braze's mx.export_function can be imported; "
                       "MLX's .mlxfn files are not readable by braze.")
