@@ -146,6 +146,21 @@ def test_shapeless(path):
         f(mx.zeros((2, 5), mx.float16), w)  # and the dtype
 
 
+def test_quantized_matmul_shapeless(path):
+    # nn.quantize is not in braze yet; the ops it builds on are
+    w = mx.array(_R.standard_normal((64, 64)).astype(np.float32))
+    wq, s, b = mx.quantize(w, group_size=32, bits=4)
+
+    def fun(x):
+        return mx.quantized_matmul(x, wq, s, b, transpose=True, group_size=32, bits=4)
+
+    mx.export_function(path, fun, mx.ones((8, 64)), shapeless=True)
+    f = mx.import_function(path)
+    for n in (8, 3):
+        x = mx.array(_R.standard_normal((n, 64)).astype(np.float32))
+        assert mx.array_equal(f(x)[0], fun(x))
+
+
 def test_shapeless_refused_primitive_fails_at_call(path):
     mx.export_function(path, lambda x: x[1:], mx.zeros((4,)), shapeless=True)
     with pytest.raises(ValueError, match="Slice"):

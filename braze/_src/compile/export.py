@@ -335,8 +335,8 @@ class FunctionExporter:
 
     def _append(self, rec) -> None:
         """Write the new constants over the old index, then the index with `rec` added."""
-        index = json.loads(json.dumps(self._index))  # committed only once written
-        index["functions"].append(rec)
+        old = self._index  # replaced only once the file is written
+        index = dict(old, constants=list(old["constants"]), functions=old["functions"] + [rec])
         consts = self._consts.arrays
         with open(self._path, "r+b") as f:
             f.seek(self._index_pos)
