@@ -148,11 +148,14 @@ def test_like_ops():
     assert mx.empty_like(mx.array([1, 2])).dtype == mx.int32
 
 
-def test_full_is_a_lazy_broadcast_view():
+def test_full_is_lazy_and_dense():
     a = mx.zeros((1000, 1000))
     assert a._data is None and a._prim is not None and a._prim.name == "Broadcast"
+    before = mx.get_active_memory()
     buf = _np(a)
-    assert buf.strides == (0, 0)  # zero-copy: one element, no 4 MB buffer
+    # a buffer of its own, as MLX's Full: counted, and views of it have dense strides
+    assert buf.strides == (4000, 4) and mx.get_active_memory() - before >= 4_000_000 - 4
+    assert np.asarray(mx.broadcast_to(mx.ones((2, 2)), (5, 2, 2))).strides == (0, 8, 4)
     b = mx.arange(10)
     assert b._data is None and b._prim.name == "Arange"
 
@@ -238,11 +241,16 @@ def test_asarray():
     assert mx.asarray([1, 2]).dtype == mx.int32
     assert mx.asarray(np.ones(2)).dtype == mx.float32  # MLX reads float64 data as float32
     n = np.arange(4, dtype=np.int32)
-    z = mx.asarray(n, copy=False)
+    z = mx.asarray(n)  # copy=None shares a NumPy buffer of a matching dtype
     assert np.shares_memory(_np(z), n)
     assert not np.shares_memory(_np(mx.asarray(n, copy=True)), n)
-    with pytest.raises(ValueError, match=r"^\[asarray\]"):
-        mx.asarray(np.ones(2), copy=False)
+    # copy=False raises, as in MLX's CPU build (no unified memory to adopt the buffer into)
+    with pytest.raises(ValueError, match=r"^\[asarray\] Cannot import a CPU array"):
+        mx.asarray(n, copy=False)
+    with pytest.raises(ValueError, match=r"^\[asarray\].*requested dtype"):
+        mx.asarray(n, mx.float32, copy=False)
+    with pytest.raises(ValueError, match=r"^\[asarray\] Unable to avoid copy"):
+        mx.asarray(x, copy=False)
     with pytest.raises(ValueError, match=r"^\[asarray\]"):
         mx.asarray(x, mx.float32, copy=False)
     with pytest.raises(ValueError, match=r"^\[asarray\]"):

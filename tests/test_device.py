@@ -168,3 +168,58 @@ def test_devices_live_mlx():
     assert repr(mx.cpu) == repr(mlx.cpu) and repr(mx.Device(mx.gpu)) == repr(mlx.Device(mlx.gpu))
     assert mx.device_count(mx.gpu) == mlx.device_count(mlx.gpu)
     assert set(mx.device_info()) >= set(mlx.device_info())
+
+
+# -- streams and threads ------------------------------------------------------------------------
+def _in_thread(fn):
+    import threading
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except Exception as e:  # noqa: BLE001 - handed back to the test
+            out["error"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    return out
+
+
+def test_new_stream_belongs_to_its_thread():
+    s = mx.new_stream(mx.cpu)
+    with mx.stream(s):
+        assert (2 * mx.arange(3)).tolist() == [0, 2, 4]
+    for use in (lambda: mx.stream(s).__enter__(), lambda: mx.synchronize(s),
+                lambda: mx.set_default_stream(s)):
+        err = _in_thread(use)["error"]
+        assert isinstance(err, RuntimeError) and str(err).startswith("[")
+    u = mx.new_thread_unsafe_stream(mx.cpu)
+    assert "error" not in _in_thread(lambda: mx.synchronize(u))
+
+
+def test_thread_local_stream():
+    tls = mx.new_thread_local_stream(mx.cpu)
+    assert repr(tls).startswith("ThreadLocalStream(Device(cpu, 0), ") and tls.device == mx.cpu
+    assert tls == tls and tls != mx.new_thread_local_stream(mx.cpu)
+    assert isinstance(tls, mx.ThreadLocalStream)
+
+    def use():
+        with mx.stream(tls):
+            s = mx.default_stream(mx.cpu)
+            assert (mx.arange(3) * 2).tolist() == [0, 2, 4]
+        return s
+    mine, theirs = use(), _in_thread(use)["value"]
+    assert mine != theirs and mine == use()  # one stream per thread, the same on reuse
+    assert dev.to_stream(tls) == mine
+    mx.clear_streams()
+    assert use() != mine  # clear_streams forgets this thread's streams
+    with pytest.raises(ValueError, match=r"^\[new_thread_local_stream\]"):
+        mx.new_thread_local_stream(mx.gpu)
+
+
+def test_default_streams_are_per_thread():
+    s = mx.new_stream(mx.cpu)
+    mx.set_default_stream(s)
+    assert _in_thread(lambda: mx.default_stream(mx.cpu))["value"] == mx.Stream(mx.cpu, 0)
+    assert mx.default_stream(mx.cpu) == s

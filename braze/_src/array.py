@@ -24,6 +24,21 @@ class LAZY_COPY:
     make = None
 
 
+class LIST_STACK:
+    """`mx.array([x, y])` with arrays among the elements stacks them (MLX does, so the arrays
+    stay in the graph: gradients flow through the list). `make(arrays)` is ops.stack, supplied
+    by the ops layer, which this one cannot import."""
+
+    make = None
+
+
+class ARRAY_API:
+    """The public namespace `a.__array_namespace__()` returns (braze.core, which registers
+    itself here when imported; this layer cannot import it)."""
+
+    namespace = None
+
+
 class TraceState:
     """How many transformation traces (grad, vjp, jvp, vmap, compile) are active.
 
@@ -48,6 +63,9 @@ class array:
         dt = None if dtype is None else D.to_dtype(dtype, "array")
         if type(val) is array:
             self._init_from_array(val, dt)
+            return
+        if isinstance(val, (list, tuple)) and _holds_array(val):
+            self._init_from_array(_stack_list(val, dt), None)
             return
         self._init_buffer(to_numpy(val, dt))
 
@@ -172,11 +190,34 @@ class array:
             if copy is False:
                 raise ValueError("[array] Cannot convert dtype without a copy.")
             return data.astype(dtype)
-        return data.copy() if copy else data
+        return data.copy() if copy else _export(self, data)
 
-    # No `__array_interface__` on purpose: NumPy would make the *braze array* the base of the
-    # ndarray it builds, and once the array is overwritten in place (`a += 1`) its old buffer
-    # is freed under the ndarray. Through `__array__` the ndarray's base is the buffer itself.
+    # No `__array_interface__` on the array itself: NumPy would make the *braze array* the
+    # base of the ndarray it builds, and once the array is overwritten in place (`a += 1`) its
+    # old buffer would be freed under the ndarray. `_export` hands out a view whose base holds
+    # both the buffer and the array (MLX's views keep the array alive).
+
+    def __buffer__(self, flags):
+        """The buffer protocol (PEP 688, Python 3.12+; a pure-Python class cannot export a
+        buffer on older versions, where `memoryview(a)` raises TypeError: use `np.asarray(a)`,
+        which shares the memory, or `bytes(a)`)."""
+        return memoryview(_export(self, self._numpy()))
+
+    def __bytes__(self):
+        # what bytes() reads through MLX's buffer protocol: the elements in C order
+        return self._numpy().tobytes()
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return _dlpack_capsule(self._numpy(), max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU, device 0: braze's buffers live in host memory
+
+    def __array_namespace__(self, api_version=None):
+        if api_version is not None:
+            raise ValueError("[array_namespace] Explicitly specifying api_version is not yet "
+                             "implemented.")
+        return ARRAY_API.namespace
 
     def __bool__(self):
         if self.size != 1:
@@ -222,10 +263,12 @@ class array:
     __str__ = __repr__
 
     def __copy__(self):
-        return self
+        # a new object with the same value (as MLX): updating the copy in place (`y -= 1`)
+        # leaves the original alone
+        return array(self)
 
     def __deepcopy__(self, memo):
-        return array._from_data(self._numpy().copy())
+        return array(self)  # buffers are never written in place, so the value can be shared
 
     def __getstate__(self):
         return {"data": self._numpy()}
@@ -236,6 +279,45 @@ class array:
             if k != "__weakref__":
                 object.__setattr__(self, k, getattr(src, k))
         src._mem = 0
+
+
+class _Exported:
+    """The base of an ndarray handed out by `__array__`/`__buffer__`: it holds the braze array
+    (so the array lives as long as the view, as in MLX) and the buffer itself (which an
+    in-place update of the array may replace)."""
+
+    __slots__ = ("__array_interface__", "_owner", "_buf")
+
+    def __init__(self, owner: array, buf: np.ndarray):
+        self._owner, self._buf = owner, buf
+        self.__array_interface__ = {
+            "shape": buf.shape, "typestr": buf.dtype.str, "version": 3,
+            "strides": buf.strides, "data": (buf.ctypes.data, not buf.flags.writeable)}
+
+
+def _export(a: array, data: np.ndarray) -> np.ndarray:
+    out = np.asarray(_Exported(a, data))
+    return out if out.dtype == data.dtype else out.view(data.dtype)  # bfloat16: a void typestr
+
+
+def _dlpack_capsule(data: np.ndarray, max_version, dl_device, copy):
+    """NumPy does the DLPack work on the evaluated buffer (zero-copy unless `copy`)."""
+    if dl_device is not None and tuple(dl_device) != (1, 0):
+        raise BufferError(f"[__dlpack__] Only the CPU device (1, 0) is supported, got "
+                          f"{tuple(dl_device)}.")
+    if copy:
+        data = np.array(data, copy=True)
+    kw = {} if max_version is None else {"max_version": max_version}
+    try:
+        return data.__dlpack__(stream=None, **kw)
+    except BufferError:
+        if data.dtype.kind == "V":
+            raise BufferError("[__dlpack__] bfloat16 arrays cannot be exported through DLPack "
+                              "by the CPU backend.") from None
+        if copy is False:
+            raise
+        # a read-only (broadcast) buffer to a consumer without read-only support: a copy
+        return np.array(data, copy=True).__dlpack__(stream=None, **kw)
 
 
 def _set_data(a: array, data: np.ndarray) -> None:
@@ -302,6 +384,71 @@ def _list_dtype(val) -> D.Dtype:
             d = _scalar_dtype(v)
         out = d if out is None else D.promote(out, d)
     return D.float32 if out is None else out
+
+
+def _holds_array(val) -> bool:
+    return any(isinstance(v, array) for v in _leaves(val))
+
+
+_NON_UNIFORM = "Initialization encountered non-uniform length."
+
+
+def _list_shape(val) -> tuple:
+    """The shape the first elements imply (an array element contributes its own shape)."""
+    shape = []
+    while True:
+        shape.append(len(val))
+        if not val:
+            return tuple(shape)
+        val = val[0]
+        if isinstance(val, array):
+            return tuple(shape) + val._shape
+        if not isinstance(val, (list, tuple)):
+            return tuple(shape)
+
+
+def _check_uniform(val, shape, depth: int) -> None:
+    if len(val) != shape[depth]:
+        raise ValueError(_NON_UNIFORM)
+    rest = shape[depth + 1:]
+    for v in val:
+        if isinstance(v, (list, tuple)):
+            if not rest:
+                raise ValueError(_NON_UNIFORM)
+            _check_uniform(v, shape, depth + 1)
+        elif isinstance(v, array):
+            if v._shape != rest:
+                raise ValueError(_NON_UNIFORM)
+        elif rest:
+            raise ValueError(_NON_UNIFORM)
+
+
+def _stack_list(val, dt):
+    """MLX's construction from a list holding arrays: each element becomes an array (lists
+    recursively; `dt` applied to each), and the elements are stacked, promoting as stack
+    does. The arrays stay in the graph, so `grad` sees through the list."""
+    _check_uniform(val, _list_shape(val), 0)
+    parts = []
+    for v in val:
+        if isinstance(v, array):
+            parts.append(v if dt is None or v._dtype is dt else array(v, dt))
+        elif isinstance(v, (list, tuple)) and _holds_array(v):
+            parts.append(_stack_list(v, dt))
+        else:
+            parts.append(array(v, dt))
+    return LIST_STACK.make(parts)
+
+
+_SHAPE_DIM_MAX = 2**31 - 1
+
+
+def check_shape_dims(shape) -> None:
+    """MLX keeps shape dimensions in 32-bit integers and raises OverflowError beyond."""
+    for n in shape:
+        if not -_SHAPE_DIM_MAX - 1 <= n <= _SHAPE_DIM_MAX:
+            raise OverflowError(f"Shape dimension {n} is outside the supported range "
+                                f"[{-_SHAPE_DIM_MAX - 1}, {_SHAPE_DIM_MAX}]. MLX currently "
+                                "uses 32-bit integers for shape dimensions.")
 
 
 # Arrays nested in lists are widened to a carrier dtype that NumPy mixes with Python scalars
@@ -373,8 +520,9 @@ def to_numpy(val, dtype: D.Dtype | None) -> np.ndarray:
             target = dtype or _scalar_dtype(val)
             src = _scalar_to_numpy(val, target)
     elif isinstance(val, (np.ndarray, np.generic)) or hasattr(val, "__array_interface__") \
-            or hasattr(val, "__array__"):
-        src = np.asarray(val)
+            or hasattr(val, "__array__") or hasattr(val, "__dlpack__"):
+        src = np.asarray(val) if not _dlpack_only(val) else np.from_dlpack(val)
+        check_shape_dims(src.shape)
         _check_numpy_kind(src)
         target = dtype or _default_from_numpy(src.dtype)  # float64 NumPy data -> float32
     elif isinstance(val, (list, tuple)):
@@ -403,6 +551,11 @@ def to_numpy(val, dtype: D.Dtype | None) -> np.ndarray:
                 f"Invalid type {type(val).__name__} received in array initialization.") from None
         target = dtype or _default_from_numpy(src.dtype)
     return _cast(src, target)
+
+
+def _dlpack_only(val) -> bool:
+    return not (isinstance(val, (np.ndarray, np.generic)) or hasattr(val, "__array__")
+                or hasattr(val, "__array_interface__"))
 
 
 def _leaves(val):

@@ -9,11 +9,13 @@ from __future__ import annotations
 import enum
 import os
 import platform
+import threading
 
 __all__ = ["DeviceType", "Device", "Stream", "cpu", "gpu", "is_available", "default_device",
            "set_default_device", "default_stream", "new_stream", "set_default_stream",
            "stream", "StreamContext", "synchronize", "clear_streams", "device_count",
-           "device_info"]
+           "device_info", "ThreadLocalStream", "new_thread_local_stream",
+           "new_thread_unsafe_stream"]
 
 
 class DeviceType(enum.Enum):
@@ -68,13 +70,19 @@ class Device:
 
 
 class Stream:
-    """A stream on a device (`Stream(Device(cpu, 0), 0)`); index 0 is the default stream."""
+    """A stream on a device (`Stream(Device(cpu, 0), 0)`); index 0 is the default stream.
 
-    __slots__ = ("device", "_index")
+    A stream from `new_stream` belongs to the thread that made it (`_thread`), as in MLX:
+    another thread cannot run work on it. Default streams and `new_thread_unsafe_stream`'s
+    may be used anywhere (`_thread` None).
+    """
+
+    __slots__ = ("device", "_index", "_thread")
 
     def __init__(self, device, index: int = 0):
         self.device = to_device(device, "Stream")
         self._index = index
+        self._thread = None
 
     def __repr__(self):
         return f"Stream({self.device!r}, {self._index})"
@@ -90,6 +98,30 @@ class Stream:
         return hash((hash(self.device), self._index))
 
 
+class ThreadLocalStream:
+    """A stream that is a different `Stream` in every thread that uses it (each thread gets its
+    own, made on first use), so one object can be shared by worker threads."""
+
+    __slots__ = ("device", "_index")
+
+    def __init__(self, device, index: int):
+        self.device = device
+        self._index = index
+
+    def __repr__(self):
+        return f"ThreadLocalStream({self.device!r}, {self._index})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        if not isinstance(other, ThreadLocalStream):
+            return NotImplemented
+        return self.device == other.device and self._index == other._index
+
+    def __hash__(self):
+        return hash(("tls", hash(self.device), self._index))
+
+
 # -- state ----------------------------------------------------------------------------------
 def to_device(d, op: str) -> Device:
     """A Device from a Device or DeviceType; TypeError naming `op` otherwise."""
@@ -101,7 +133,27 @@ def to_device(d, op: str) -> Device:
 
 
 _CPU = Device(cpu, 0)
-_state = {"device": _CPU, "streams": {_CPU: Stream(_CPU, 0)}, "next_index": 1}
+_state = {"device": _CPU, "next_index": 1, "next_tls": 0}
+_lock = threading.Lock()
+
+
+class _PerThread(threading.local):
+    """Each thread's default streams (MLX keeps them per thread) and the streams its
+    ThreadLocalStreams stand for."""
+
+    def __init__(self):
+        self.streams = {_CPU: Stream(_CPU, 0)}
+        self.tls = {}
+
+
+_local = _PerThread()
+
+
+def _next_index(key: str) -> int:
+    with _lock:
+        i = _state[key]
+        _state[key] = i + 1
+    return i
 
 
 def is_available(device) -> bool:
@@ -127,17 +179,45 @@ def set_default_device(device) -> None:
 def default_stream(device) -> Stream:
     d = to_device(device, "default_stream")
     _check_available(d, "[default_stream] Cannot get gpu stream without gpu backend.")
-    s = _state["streams"].get(d)
+    s = _local.streams.get(d)
     if s is None:
-        s = _state["streams"][d] = Stream(d, 0)
+        s = _local.streams[d] = Stream(d, 0)
     return s
 
 
 def new_stream(device) -> Stream:
-    d = to_device(device, "new_stream")
-    _check_available(d, "[new_stream] Cannot make gpu stream without gpu backend.")
-    s = Stream(d, _state["next_index"])
-    _state["next_index"] += 1
+    """A new stream, usable only in the calling thread (as in MLX)."""
+    s = new_thread_unsafe_stream(device, "new_stream")
+    s._thread = threading.get_ident()
+    return s
+
+
+def new_thread_unsafe_stream(device, op: str = "new_thread_unsafe_stream") -> Stream:
+    """A new stream any thread may use."""
+    d = to_device(device, op)
+    _check_available(d, f"[{op}] Cannot make gpu stream without gpu backend.")
+    return Stream(d, _next_index("next_index"))
+
+
+def new_thread_local_stream(device) -> ThreadLocalStream:
+    """A stream object every thread may use: each thread runs on its own stream behind it."""
+    d = to_device(device, "new_thread_local_stream")
+    _check_available(d, "[new_thread_local_stream] Cannot make gpu stream without gpu "
+                        "backend.")
+    return ThreadLocalStream(d, _next_index("next_tls"))
+
+
+def _resolve(s, op: str) -> Stream:
+    """The Stream `s` stands for in this thread; RuntimeError for another thread's stream."""
+    if isinstance(s, ThreadLocalStream):
+        r = _local.tls.get(s)
+        if r is None:
+            r = _local.tls[s] = new_stream(s.device)
+        return r
+    if s._thread is not None and s._thread != threading.get_ident():
+        raise RuntimeError(f"[{op}] There is no {s} in the current thread: a stream from "
+                           f"new_stream belongs to the thread that made it (share a "
+                           f"new_thread_local_stream instead).")
     return s
 
 
@@ -145,7 +225,7 @@ def set_default_stream(stream) -> None:
     """Make `stream` the default of its device (the default device does not change)."""
     if not isinstance(stream, Stream):
         raise TypeError(f"[set_default_stream] Expected a Stream, got {stream!r}.")
-    _state["streams"][stream.device] = stream
+    _local.streams[stream.device] = _resolve(stream, "set_default_stream")
 
 
 #: callbacks `clear_streams` runs (registered by higher layers: compile adds its per-thread
@@ -160,10 +240,12 @@ def register_clear_hook(fn) -> None:
 
 
 def clear_streams() -> None:
-    """Forget the streams made so far: every device's default stream is its stream 0 again.
-    (New streams keep counting up, as in MLX.) Also clears the calling thread's compile cache,
-    as MLX does (through the hooks higher layers register)."""
-    _state["streams"] = {_CPU: Stream(_CPU, 0)}
+    """Forget the calling thread's streams: every device's default stream is its stream 0
+    again, and its ThreadLocalStreams get new streams. (New streams keep counting up, as in
+    MLX.) Also clears the calling thread's compile cache, as MLX does (through the hooks
+    higher layers register)."""
+    _local.streams = {_CPU: Stream(_CPU, 0)}
+    _local.tls = {}
     for fn in list(_CLEAR_HOOKS):
         fn()
 
@@ -173,9 +255,9 @@ def to_stream(s, op: str = "stream") -> Stream:
     DeviceType); ValueError for the GPU, TypeError for anything else."""
     if s is None:
         return default_stream(_state["device"])
-    if isinstance(s, Stream):
+    if isinstance(s, (Stream, ThreadLocalStream)):
         _check_available(s.device, f"[{op}] Cannot use a gpu stream without gpu backend.")
-        return s
+        return _resolve(s, op)
     if isinstance(s, (Device, DeviceType)):
         return default_stream(s)
     raise TypeError(f"[{op}] Expected a Stream, Device or DeviceType for stream=, got "
@@ -187,28 +269,32 @@ class StreamContext:
     Stream) that device's default stream."""
 
     def __init__(self, s):
-        if not isinstance(s, (Stream, Device, DeviceType)):
+        if not isinstance(s, (Stream, ThreadLocalStream, Device, DeviceType)):
             raise TypeError(f"[stream] Expected a Stream, Device or DeviceType, got {s!r}.")
         self._target = s
         self._saved = None
 
     def __enter__(self):
         s = self._target
-        d = s.device if isinstance(s, Stream) else to_device(s, "stream")
+        is_stream = isinstance(s, (Stream, ThreadLocalStream))
+        d = s.device if is_stream else to_device(s, "stream")
         _check_available(d, "[default_stream] Cannot get gpu stream without gpu backend.")
-        self._saved = (_state["device"], d, _state["streams"].get(d))
+        if is_stream:
+            s = _resolve(s, "stream")
+        streams = _local.streams
+        self._saved = (_state["device"], d, streams.get(d), streams)
         _state["device"] = d
-        if isinstance(s, Stream):
-            _state["streams"][d] = s
+        if is_stream:
+            streams[d] = s
         return None
 
     def __exit__(self, *exc):
-        device, d, prev = self._saved
+        device, d, prev, streams = self._saved
         _state["device"] = device
         if prev is None:
-            _state["streams"].pop(d, None)
+            streams.pop(d, None)
         else:
-            _state["streams"][d] = prev
+            streams[d] = prev
         return False
 
 

@@ -45,7 +45,8 @@ def get_peak_memory() -> int:
 
 
 def reset_peak_memory() -> None:
-    Counters.peak = Counters.active
+    # MLX starts the peak over from 0 (the next allocation raises it to the active bytes)
+    Counters.peak = 0
 
 
 def get_cache_memory() -> int:

@@ -1,7 +1,9 @@
 """The `mx` namespace: MLX's names, re-exported from braze._src."""
 import math as _math
+import sys as _sys
 
 from braze import __version__  # noqa: F401  (braze's version; MLX's mx.__version__ is MLX's)
+from braze._src.array import ARRAY_API as _ARRAY_API
 from braze._src.array import PrintOptions, array, get_printoptions, printoptions, set_printoptions  # noqa: F401
 from braze._src.compile.api import compile, disable_compile, enable_compile  # noqa: F401,A004
 from braze._src.compile.export import (  # noqa: F401
@@ -15,6 +17,7 @@ from braze._src.device import (  # noqa: F401
     DeviceType,
     Stream,
     StreamContext,
+    ThreadLocalStream,
     clear_streams,
     cpu,
     default_device,
@@ -24,6 +27,8 @@ from braze._src.device import (  # noqa: F401
     gpu,
     is_available,
     new_stream,
+    new_thread_local_stream,
+    new_thread_unsafe_stream,
     set_default_device,
     set_default_stream,
     stream,
@@ -83,3 +88,5 @@ inf = _math.inf
 nan = _math.nan
 euler_gamma = 0.5772156649015329
 newaxis = None
+
+_ARRAY_API.namespace = _sys.modules[__name__]  # a.__array_namespace__() is this module

@@ -23,7 +23,7 @@ from ._helpers import as_array, broadcast_shapes, check_dtype, check_shape
 
 __all__ = ["arange", "linspace", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
            "empty", "empty_like", "eye", "identity", "tri", "tril", "triu", "meshgrid",
-           "asarray"]
+           "asarray", "from_dlpack"]
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -62,6 +62,8 @@ def _constant(v, dtype: D.Dtype | None, op: str) -> array:
         lo, hi = D.finfo_min_max(dtype)
         if not lo <= int(v) <= hi:
             raise ValueError(f"[{op}] Converting {v} to {dtype.name} would result in overflow.")
+    if dtype is D.float64 and isinstance(v, float):  # MLX: exact, not through float32
+        return array(v, dtype)
     c = as_array(v, op)
     if dtype is not None and c.dtype is not dtype:
         data = cast(c._numpy(), dtype.np_dtype)
@@ -154,7 +156,7 @@ def full(shape, vals, dtype=None, *, stream=None) -> array:
         v = _constant(vals, dtype, "full")
     if broadcast_shapes(v.shape, shape, op="full") != shape:
         raise ValueError(f"[full] Cannot broadcast vals with shape {v.shape} to shape {shape}.")
-    return bind(Broadcast(shape), (v,))
+    return bind(Broadcast(shape, dense=True), (v,))
 
 
 def zeros(shape, dtype=D.float32, *, stream=None) -> array:
@@ -288,15 +290,21 @@ def meshgrid(*arrays, sparse=False, indexing="xy", stream=None):
 
 # -- conversion -------------------------------------------------------------------------------
 def asarray(a, dtype=None, *, copy=None) -> array:
-    """Convert `a` to an array, sharing memory when possible (`copy=False`: never copy)."""
+    """Convert `a` to an array; copy=None shares a NumPy buffer of a matching dtype.
+
+    copy=False always raises, as in MLX's CPU build: MLX adopts a host buffer only on unified
+    memory (Metal), which braze does not report (`mx.metal.is_available()` is False), and it
+    never returns an existing array object either. copy=None sharing is what MLX does where it
+    can adopt.
+    """
     from ..prims.core import Copy
 
     dtype = check_dtype(dtype, "asarray")
+    if copy is False:
+        raise ValueError(f"[asarray] {_no_copy_reason(a, dtype)}")
     if type(a) is array:
         if dtype is None or dtype is a.dtype:
             return bind(Copy(), (a,))  # a new array object; buffers are immutable, so share
-        if copy is False:
-            raise ValueError(f"[asarray] Unable to avoid a copy converting {a.dtype} to {dtype}.")
         return bind(AsType(dtype), (a,))
     if isinstance(a, np.ndarray) and copy is not True:
         kind_ok = a.dtype.kind not in "OSUV" and a.dtype in D._BY_NP
@@ -304,14 +312,36 @@ def asarray(a, dtype=None, *, copy=None) -> array:
                            (D.from_numpy(a.dtype) if kind_ok else None))
         if kind_ok and target is not None and target.np_dtype == a.dtype:
             return array._from_data(a.view())  # a view: the memory is not ours to count
-        if copy is False:
-            raise ValueError(f"[asarray] Unable to avoid a copy converting NumPy {a.dtype} "
-                             f"to {target.name if target else a.dtype}.")
-    elif copy is False:
-        raise ValueError(f"[asarray] Unable to avoid a copy converting "
-                         f"{type(a).__name__} to an array.")
     try:
         return array(a, dtype)
     except (ValueError, TypeError) as e:
         msg = str(e)
         raise type(e)(msg if msg.startswith("[") else f"[asarray] {msg}") from None
+
+
+def _no_copy_reason(a, dtype) -> str:
+    if isinstance(a, np.ndarray) or (type(a) is not array and hasattr(a, "__dlpack__")):
+        if dtype is not None and np.dtype(dtype.np_dtype) != np.asarray(a).dtype:
+            return "Cannot convert array to the requested dtype without a copy."
+        return "Cannot import a CPU array without a copy."
+    return "Unable to avoid copy while creating an array as requested."
+
+
+def from_dlpack(x, /, *, copy=None) -> array:
+    """An array from an object with `__dlpack__` (NumPy, PyTorch CPU tensors, braze arrays).
+
+    copy=None shares the memory and keeps its strides; float64/complex128 become float32/
+    complex64 as elsewhere in MLX (a copy); copy=False raises as in asarray.
+    """
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"[from_dlpack] Expected an object with __dlpack__, got "
+                        f"{type(x).__name__}.")
+    if copy is False:
+        raise ValueError("[from_dlpack] Cannot import a CPU array without a copy.")
+    try:
+        nd = np.from_dlpack(x)
+    except (BufferError, TypeError, ValueError, RuntimeError) as e:
+        raise ValueError(f"[from_dlpack] Cannot convert the DLPack tensor: {e}") from None
+    if any(st < 0 for st in nd.strides):
+        raise ValueError("[from_dlpack] Negative strides are not supported.")
+    return asarray(nd, copy=copy)

@@ -572,6 +572,9 @@ def _inplace(fn):
     sees the update, while nodes built from `a` earlier (the right-hand side included) keep
     reading the old value (`overwrite_descriptor` re-points them)."""
     def method(self, other):
+        if fn is divide and self._dtype.kind not in "fc":
+            raise DtypeError(f"[divide] In place division cannot cast to non-floating point "
+                             f"type {self._dtype.name}.")
         overwrite_descriptor(self, fn(self, other))
         return self
     method.__name__ = f"__i{fn.__name__}__"
@@ -586,6 +589,27 @@ def _reflect(fn):
 
 def _pow(self, other, mod=None):
     return power(self, other)
+
+
+class OperandError(TypeError, ValueError):
+    """An operator with an operand that is not an array or a scalar (`a * "s"`, `a < [1]`):
+    MLX raises ValueError; TypeError is Python's convention for unsupported operands."""
+
+
+def _operator(fn, what: str):
+    """The operator form of `fn`: as in MLX, operators take arrays, scalars and NumPy arrays
+    only (lists and tuples too are refused; the functions accept them)."""
+    def method(self, other, *rest):
+        if not _comparable(other) and not hasattr(other, "__mlx_array__"):
+            raise OperandError(f"[{fn.__name__.strip('_')}] Cannot perform {what} on an array and "
+                               f"{type(other).__name__}.")
+        return fn(self, other, *rest)
+    method.__name__ = getattr(fn, "__name__", what)
+    return method
+
+
+def _astype_method(self, dtype, stream=None):
+    return astype(self, dtype, stream=stream)  # MLX's method takes the stream positionally
 
 
 _METHODS = {
@@ -612,7 +636,17 @@ _METHODS = {
     "__neg__": negative, "__pos__": positive, "__abs__": abs, "__invert__": _invert,
     "abs": abs, "square": square, "sqrt": sqrt, "rsqrt": rsqrt, "reciprocal": reciprocal,
     "exp": exp, "log": log, "log2": log2, "log10": log10, "log1p": log1p, "sin": sin,
-    "cos": cos, "round": round, "conj": conj, "astype": astype,
+    "cos": cos, "round": round, "conj": conj, "astype": _astype_method,
     "real": property(real), "imag": property(imag),
 }
+_OPERATOR_NAMES = {
+    "add": "addition", "sub": "subtraction", "mul": "multiplication", "truediv": "division",
+    "div": "division", "floordiv": "floor division", "mod": "modulus", "divmod": "divmod",
+    "pow": "power", "and": "bitwise and", "or": "bitwise or", "xor": "bitwise xor",
+    "lshift": "left shift", "rshift": "right shift", "lt": "less than",
+    "le": "less than or equal", "gt": "greater than", "ge": "greater than or equal"}
+for _k, _what in _OPERATOR_NAMES.items():
+    for _name in (f"__{_k}__", f"__r{_k}__", f"__i{_k}__"):
+        if _name in _METHODS:
+            _METHODS[_name] = _operator(_METHODS[_name], _what)
 attach_methods(_METHODS)

@@ -60,6 +60,8 @@ def _to_index_array(x, op):
 
 def _slice_part(v, op):
     if v is None or _is_int(v):
+        if v is not None and not -2**31 <= v < 2**31:
+            raise IndexingError(f"[{op}] Slice indices must be 32-bit integers, got {v}.")
         return v if v is None else int(v)
     if isinstance(v, array) and v.size == 1 and v._dtype.kind in "uib":
         return int(v.item())
@@ -289,8 +291,16 @@ def _scatter(a: array, idx, v: array, reduce_type: str, op: str) -> array:
     inds, axes, view, slice_shape, trailing_shape = _scatter_args(a, idx, op)
     full = view + trailing_shape
     v = _fit_update(v, full, op)
+    if not axes:  # no indexed axis (`a.at[None]` of a 0-d array): every element is updated
+        return _combine(a, reshape(v, a._shape), reduce_type)
     v = reshape(v, view + slice_shape)
     return bind(Scatter(reduce_type, axes), (a, *inds, v))
+
+
+def _combine(a: array, v: array, reduce_type: str) -> array:
+    from . import elementwise as E
+    fn = {"sum": E.add, "prod": E.multiply, "max": E.maximum, "min": E.minimum}.get(reduce_type)
+    return _broadcast_to(v, a._shape, "scatter") if fn is None else fn(a, v)
 
 
 def _value(v, dt: D.Dtype, op: str) -> array:
@@ -309,6 +319,22 @@ def _is_mask(idx) -> bool:
         isinstance(idx, np.ndarray) and idx.dtype == np.bool_)
 
 
+def _setitem_mask(idx):
+    """The boolean mask `a[idx] = v` uses, as MLX reads one: a bool array (braze or NumPy), a
+    Python bool (0-d: every element) or a list of bools; None for any other index."""
+    if _is_mask(idx):
+        return idx if isinstance(idx, array) else array(idx)
+    if isinstance(idx, (bool, np.bool_)):
+        return array(bool(idx))
+    if isinstance(idx, list) and idx:
+        try:
+            m = array(idx)
+        except (ValueError, TypeError):
+            return None
+        return m if m._dtype is D.bool_ else None
+    return None
+
+
 def _update_in_place(a: array, make, val: array) -> None:
     """`a` takes the value `make(a)`; nodes built from `a` before keep its old value."""
     out = make(a)
@@ -320,8 +346,8 @@ def _update_in_place(a: array, make, val: array) -> None:
 def _setitem(self, idx, v):
     op = "setitem"
     val = _value(v, self._dtype, op)
-    if _is_mask(idx):
-        mask = idx if isinstance(idx, array) else array(idx)
+    mask = _setitem_mask(idx)
+    if mask is not None:
         k = mask.ndim
         if mask._shape != self._shape[:k]:
             raise ValueError(f"[setitem] The boolean mask should have the same shape as the "
@@ -379,6 +405,12 @@ class ArrayAt:
 
     def __getitem__(self, idx):
         return _ArrayAtIndexed(self._a, idx)
+
+    def _no_indices(self, v=None):
+        raise ValueError("[at] Must give indices to array.at (e.g. `x.at[0].add(4)`).")
+
+    # `a.at.add(v)` without `[idx]`: MLX's ValueError rather than an AttributeError
+    add = subtract = multiply = divide = maximum = minimum = _no_indices
 
 
 class _ArrayAtIndexed:

@@ -5,7 +5,7 @@ import os
 
 from .. import dtypes as D
 from .. import tree
-from ..array import array
+from ..array import TraceState, array
 from ..graph import to_dot
 from ..scheduler import eval_arrays
 
@@ -44,7 +44,10 @@ def eval(*args) -> None:  # noqa: A001 - MLX's name
 
 
 def async_eval(*args) -> None:
-    """MLX's asynchronous eval. braze evaluates synchronously, so this is `eval`."""
+    """MLX's asynchronous eval. braze evaluates synchronously, so this is `eval`; like MLX it
+    refuses to run inside a transformation (grad, vmap, compile traces)."""
+    if TraceState.depth:
+        raise ValueError("[async_eval] Not allowed inside a graph transformation.")
     eval(*args)
 
 

@@ -618,6 +618,8 @@ def pad(a, pad_width, mode="constant", constant_values=0, *, stream=None):
     check_dims(tuple(n + lo + hi for n, (lo, hi) in zip(a._shape, widths)), "pad")
     if mode == "constant":
         v = _arr(constant_values, "pad")
+        if isinstance(constant_values, float) and a._dtype is D.float64:
+            v = array(constant_values, D.float64)  # MLX: exact, not through float32
         if v.size != 1:
             raise ValueError(f"[pad] constant_values must be a scalar, got shape "
                              f"{_pshape(v._shape)}.")

@@ -8,7 +8,7 @@ follows new input sizes, even when operands swap which axes are broadcast.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -50,14 +50,24 @@ class AsType(Primitive):
 
 @dataclass(frozen=True)
 class Broadcast(Primitive):
-    """Broadcast to `shape` (a zero-copy view in the NumPy backend)."""
+    """Broadcast to `shape` (a zero-copy view in the NumPy backend).
+
+    `dense` (set by full/zeros/ones) gives the result a buffer of its own, as MLX's `Full`
+    does: its memory counts, and NumPy views of it have the strides of a dense array. It
+    changes nothing else (transforms and compile treat it as any broadcast), hence no repr.
+    """
 
     shape: tuple
+    dense: bool = field(default=False, repr=False)
 
     def abstract_eval(self, x):
         return [(self.shape, x.dtype)]
 
     def eval_cpu(self, x):
+        if self.dense:
+            out = np.empty(self.shape, x.dtype)
+            out[...] = x
+            return [out]
         if x.flags.c_contiguous:  # a strided view built directly: ~8x cheaper than broadcast_to
             shape = self.shape
             lead = len(shape) - x.ndim

@@ -1,7 +1,7 @@
 """Primitives: creation family (no array inputs; the output is computed from parameters).
 
-`zeros`, `ones` and `full` need no primitive of their own: they are a `Broadcast` (a zero-copy
-view) of a 0-d constant, as in MLX. The primitives here make the other creation ops lazy.
+`zeros`, `ones` and `full` need no primitive of their own: they are a dense `Broadcast` of a 0-d
+constant (its own buffer, as MLX's Full). The primitives here make the other creation ops lazy.
 """
 from __future__ import annotations
 
@@ -70,7 +70,8 @@ class Arange(_NoInputs):
 @dataclass(frozen=True)
 class Linspace(_NoInputs):
     """`num` evenly spaced values, computed like MLX: (1 - t) * start + t * stop in float32 with
-    t = i / (num - 1) (or i / num without the endpoint), then converted to `dtype`."""
+    t = i / (num - 1) (or i / num without the endpoint), then converted to `dtype`; float64
+    is computed in float64 (MLX's inner type)."""
 
     start: float
     stop: float
@@ -82,7 +83,7 @@ class Linspace(_NoInputs):
         return [((self.num,), self.dtype)]
 
     def eval_cpu(self):
-        f32 = np.float32
+        f32 = np.float64 if self.dtype == D.float64 else np.float32
         n = self.num
         if n == 1:
             out = np.array([self.start], dtype=f32)
