@@ -277,3 +277,13 @@ def test_arange_keyword_start_without_stop_is_a_type_error():
 def test_shape_outside_int32_is_an_overflow_error(call):
     with pytest.raises(OverflowError, match=r"^\[full\] Shape dimension -?2147483\d+ is outside"):
         call()
+
+
+@pytest.mark.parametrize("name", ["bartlett", "hanning", "hamming", "blackman"])
+def test_windows_short_and_bad_lengths(name):
+    fn = getattr(mx, name)
+    assert fn(1).tolist() == [1.0]
+    assert fn(0).shape == (0,) and fn(0).dtype == mx.float32
+    assert fn(-3).shape == (0,)
+    with pytest.raises(TypeError, match=rf"^\[{name}\]"):
+        fn(2.5)

@@ -197,3 +197,13 @@ def test_config_reload(monkeypatch):
         monkeypatch.undo()
         config.reload()
     assert repr(config.get()) == snapshot
+
+
+# -- issue 13 ----------------------------------------------------------------------------------
+def test_depends_forms_and_errors():
+    a, b = mx.array([1.0, 2.0]), mx.array([3.0])
+    assert mx.depends(a, b).tolist() == [1.0, 2.0]
+    out = mx.depends([a, b], [mx.exp(b)])
+    assert isinstance(out, list) and [o.tolist() for o in out] == [[1.0, 2.0], [3.0]]
+    with pytest.raises(TypeError, match=r"^\[depends\]"):
+        mx.depends([1.0], [b])

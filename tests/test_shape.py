@@ -153,3 +153,17 @@ def test_computed_dimensions_outside_int32_overflow(call, text):
     with pytest.raises(OverflowError) as ei:
         call()
     assert str(ei.value).startswith(text)
+
+
+def test_diff_errors_as_mlx():
+    a = mx.array([1, 2, 4])
+    with pytest.raises(IndexError, match=r"^\[diff\] Axis is out of bounds"):
+        mx.diff(a, axis=1)
+    with pytest.raises(ValueError, match=r"^\[diff\] Order `n` must be non-negative"):
+        mx.diff(a, n=-1)
+    assert mx.diff(a, n=5).shape == (0,)
+
+
+def test_matrix_transpose_needs_two_dimensions():
+    with pytest.raises(ValueError, match=r"^\[matrix_transpose\] Input array must have at least"):
+        mx.matrix_transpose(mx.zeros(3))

@@ -222,3 +222,24 @@ def test_matches_mlx(dt, axis):
     want = mlx.topk(ml_x, 2, axis=axis, stream=mlx.cpu)
     ax = -1 if axis is None else axis
     np.testing.assert_array_equal(np.sort(np_of(got), axis=ax), np.sort(np_of(want), axis=ax))
+
+
+# -- searchsorted (issue 13) -------------------------------------------------------------------
+@pytest.mark.parametrize("seq, side, msg", [
+    (np.zeros((3, 4)), "left", r"^\[searchsorted\] The sorted sequence must be 1-D but has 2"),
+    (np.array(1.0), "left", r"^\[searchsorted\] The sorted sequence must be 1-D but has 0"),
+    (np.array([1.0, 2.0]), "middle", r"^\[searchsorted\] Invalid side 'middle'"),
+])
+def test_searchsorted_errors(seq, side, msg):
+    with pytest.raises(ValueError, match=msg):
+        mx.searchsorted(mx.array(seq), mx.array([1.0]), side=side)
+
+
+def test_searchsorted_nan_promotion_and_vmap():
+    a = mx.array([1.0, 2.0, float("nan")])
+    nan = mx.array([float("nan")])
+    assert mx.searchsorted(a, nan).tolist() == [2]
+    assert mx.searchsorted(a, nan, side="right").tolist() == [3]
+    assert mx.searchsorted(mx.array([1, 3, 4, 7]), mx.array([4.5])).tolist() == [3]
+    with pytest.raises(ValueError, match=r"^\[searchsorted\] Cannot vmap over the sorted"):
+        mx.vmap(lambda s: mx.searchsorted(s, mx.array([1.0])))(mx.zeros((3, 4)))

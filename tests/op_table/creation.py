@@ -168,3 +168,8 @@ _case("meshgrid", lambda x, y: mx.meshgrid(x, y), lambda x, y: np.meshgrid(x, y)
 # -- asarray ----------------------------------------------------------------------------------
 _case("asarray", lambda x: mx.asarray(x), lambda x: x, _ins((2, 3)), dtypes=A_REAL,
       exact=True, differentiable=True)
+
+# -- windows (issue 13): float32 formulas, as MLX -----------------------------------------------
+for _w in ("bartlett", "hanning", "hamming", "blackman"):
+    _case(_w, lambda dt, _w=_w: getattr(mx, _w)(7), lambda dt, _w=_w: getattr(np, _w)(7),
+          atol=1e-6)

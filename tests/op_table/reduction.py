@@ -284,3 +284,8 @@ CASES.append(OpCase("cumsum", functools.partial(mx.cumsum, axis=1, dtype=mx.floa
                     functools.partial(np_scan, "cumsum", axis=1, out=np.float64), _ins(),
                     dtypes=SINTS + ("float16", "bool"), out_dtype=lambda dt: "float32",
                     variant="dtype"))
+
+# -- issue 13 ----------------------------------------------------------------------------------
+CASES.append(OpCase("minmax", lambda a: list(mx.minmax(a, axis=1)),
+                    lambda a: [np.min(a, axis=1), np.max(a, axis=1)],
+                    lambda rng, dt: (gen(rng, (3, 4), dt),), dtypes=("int32", "float32")))

@@ -108,3 +108,14 @@ CASES = [
          dtypes=("int32", "float32", "uint16"), out_dtype=lambda d: "int8", ref_float64=False,
          differentiable=False),
 ]
+
+# -- issue 13: ops MLX has that braze lacked --------------------------------------------------
+CASES += [
+    case("matrix_transpose", mx.matrix_transpose, lambda a: np.swapaxes(a, -1, -2),
+         ins((2, 3, 4)), dtypes=("int32", "float32")),
+    case("contiguous", lambda a: mx.contiguous(mx.transpose(a)), lambda a: a.T, ins((2, 3)),
+         dtypes=("float32",)),
+    OpCase("diff", lambda a: mx.diff(a, 2, axis=0), lambda a: np.diff(a, 2, axis=0),
+           ins((5, 3)), dtypes=("int32", "float32")),
+    OpCase("depends", mx.depends, lambda a, b: a, ins((3,), (2,)), dtypes=("float32",)),
+]

@@ -121,3 +121,19 @@ for _v, _k, _a in [("k2", 2, -1), ("k1-ax0", 1, 0), ("kall", 6, -1), ("k0", 0, -
     CASES.append(OpCase("topk", functools.partial(_mx_topk, k=_k, axis=_a),
                         functools.partial(_np_topk, k=_k, axis=_a), _ins, dtypes=ALL_REAL,
                         variant=_v, exact=True))
+
+
+# -- searchsorted (issue 13): values with ties to the sequence, so left and right differ -------
+def _search_values(rng, dt):
+    return (rng.choice([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0], (3, 4)).astype(_np_dtype(dt)),)
+
+
+_SEQ = [-1.0, 0.0, 0.0, 0.5, 2.0]
+for _side in ("left", "right"):
+    CASES.append(OpCase(
+        "searchsorted",
+        functools.partial(lambda v, side: mx.searchsorted(mx.array([-1.0, 0.0, 0.0, 0.5, 2.0]),
+                                                          v, side=side), side=_side),
+        functools.partial(lambda v, side: np.searchsorted(_SEQ, v, side=side), side=_side),
+        _search_values, dtypes=("int32", "float16", "float32"), out_dtype=lambda dt: "uint32",
+        differentiable=False, exact=True, variant=_side))

@@ -23,7 +23,7 @@ from ._helpers import as_array, broadcast_shapes, check_dtype, check_shape
 
 __all__ = ["arange", "linspace", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
            "empty", "empty_like", "eye", "identity", "tri", "tril", "triu", "meshgrid",
-           "asarray", "from_dlpack"]
+           "asarray", "bartlett", "hanning", "hamming", "blackman", "from_dlpack"]
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -143,6 +143,64 @@ def linspace(start, stop, num=50, endpoint=True, dtype=D.float32, *, stream=None
         raise ValueError(f"[linspace] number of samples, {num}, must be non-negative.")
     dtype = D.float32 if dtype is None else D.to_dtype(dtype, "linspace")
     return bind(Linspace(start, stop, num, bool(endpoint), dtype), ())
+
+
+# -- windows (MLX's float32 formulas, evaluated as float32 ops like MLX) -----------------------
+def _window(M, op):
+    """M as an int and the sample positions 0..M-1 (float32); None when M < 2 (no ramp)."""
+    M = _int_arg(M, "M", op)
+    if M < 2:
+        return M, None
+    return M, arange(0, M, 1, D.float32)
+
+
+def _short_window(M):
+    return full((1,), 1.0, D.float32) if M == 1 else zeros((0,), D.float32)
+
+
+def _f32(v):
+    return _constant(float(v), D.float32, "window")
+
+
+def bartlett(M, *, stream=None) -> array:
+    """The Bartlett (triangular) window of M points: 1 - |2n/(M-1) - 1|."""
+    from .elementwise import abs, multiply, subtract
+    M, n = _window(M, "bartlett")
+    if n is None:
+        return _short_window(M)
+    return subtract(_f32(1), abs(subtract(multiply(_f32(2 / (M - 1)), n), _f32(1))))
+
+
+def hanning(M, *, stream=None) -> array:
+    """The Hann window of M points: sin(pi n / (M-1))^2."""
+    from .elementwise import multiply, sin, square
+    M, n = _window(M, "hanning")
+    if n is None:
+        return _short_window(M)
+    return square(sin(multiply(_f32(math.pi / (M - 1)), n)))
+
+
+def _cosine_window(M, op, coefs):
+    """sum_k c_k cos(2 pi k n / (M-1)) for MLX's (hamming, blackman) coefficients, written
+    with cos(x) and cos(x)^2 as MLX does (so the float32 rounding matches)."""
+    from .elementwise import add, cos, multiply, square, subtract
+    M, n = _window(M, op)
+    if n is None:
+        return _short_window(M)
+    c = cos(multiply(_f32(2 * math.pi / (M - 1)), n))
+    out = subtract(_f32(coefs[0]), multiply(_f32(coefs[1]), c))
+    return add(out, multiply(_f32(coefs[2]), square(c))) if len(coefs) > 2 else out
+
+
+def hamming(M, *, stream=None) -> array:
+    """The Hamming window of M points: 0.54 - 0.46 cos(2 pi n / (M-1))."""
+    return _cosine_window(M, "hamming", (0.54, 0.46))
+
+
+def blackman(M, *, stream=None) -> array:
+    """The Blackman window of M points, MLX's form 0.34 - 0.5 cos x + 0.16 cos^2 x (the same
+    as 0.42 - 0.5 cos x + 0.08 cos 2x)."""
+    return _cosine_window(M, "blackman", (0.34, 0.5, 0.16))
 
 
 # -- filled arrays ----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from ..graph import to_dot
 from ..scheduler import eval_arrays
 
 __all__ = ["eval", "async_eval", "export_to_dot", "result_type", "issubdtype", "can_cast",
-           "isdtype", "get_array_buffer_size"]
+           "isdtype", "get_array_buffer_size", "depends"]
 
 issubdtype = D.issubdtype
 isdtype = D.isdtype
@@ -117,3 +117,20 @@ def get_array_buffer_size(*args) -> int:
             data = data.base
         seen[id(data)] = data.nbytes
     return sum(seen.values())
+
+
+def depends(inputs, dependencies):
+    """`inputs` unchanged, but computed only after `dependencies` (an array or a sequence of
+    arrays each; a single array in gives a single array out)."""
+    from ..prims.base import bind
+    from ..prims.core import Depends
+
+    single = isinstance(inputs, array)
+    ins = [inputs] if single else list(inputs)
+    deps = [dependencies] if isinstance(dependencies, array) else list(dependencies)
+    if not ins or not all(isinstance(x, array) for x in ins + deps):
+        raise TypeError("[depends] Expected arrays or non-empty sequences of arrays.")
+    out = bind(Depends(len(ins)), tuple(ins + deps))
+    if len(ins) == 1:
+        return out if single else [out]
+    return list(out)

@@ -36,7 +36,8 @@ from ._helpers import _short, attach_methods, check_dtype, normalize_axes, norma
 
 __all__ = ["sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax", "argmin",
            "logsumexp", "softmax", "median", "count_nonzero",
-           "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+           "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "minmax", "cumulative_sum",
+           "cumulative_prod"]
 
 #: Reductions whose reduced axes all have size 1 become a reshape (and a cast) at trace time.
 #: Shapeless compile turns this off so the graph keeps the Reduce when shapes may change.
@@ -345,6 +346,14 @@ def cummin(a, /, axis=None, *, reverse=False, inclusive=True, stream=None):
 def logcumsumexp(a, /, axis=None, *, reverse=False, inclusive=True, stream=None):
     """Cumulative log(sum(exp)) along `axis`; integers give float32; exclusive starts at -inf."""
     return _scan(a, axis, reverse, inclusive, "logaddexp", "logcumsumexp")
+
+
+def minmax(a, /, axis=None, keepdims=False, *, stream=None):
+    """(min, max) over `axis`."""
+    return min(a, axis, keepdims), max(a, axis, keepdims)
+
+
+cumulative_sum, cumulative_prod = cumsum, cumprod  # the Array API names MLX also has
 
 
 # -- array methods (MLX's signatures: axis may be given positionally) -------------------------

@@ -43,6 +43,7 @@ __all__ = [
     "swapaxes", "moveaxis", "broadcast_to", "broadcast_arrays", "broadcast_shapes",
     "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "concat", "stack", "unstack",
     "split", "tile", "repeat", "pad", "flip", "roll", "diag", "diagonal", "trace", "view",
+    "diff", "matrix_transpose", "contiguous",
 ]
 
 
@@ -501,6 +502,39 @@ def roll(a, shift, axis=None, /, *, stream=None):
         out = _concat([_axis_slice(out, ax, n - k, n), _axis_slice(out, ax, 0, n - k)],
                       ax, "roll")
     return out
+
+
+def diff(a, /, n=1, axis=-1, *, stream=None):
+    """The n-th discrete difference along `axis` (a[1:] - a[:-1], n times)."""
+    from .elementwise import subtract
+    a = _arr(a, "diff")
+    if not _is_int(n) or not _is_int(axis):
+        raise TypeError(f"[diff] Expected int n and axis, got n={n!r}, axis={axis!r}.")
+    if not -a.ndim <= axis < a.ndim:
+        raise AxisError("[diff] Axis is out of bounds for the array.")
+    if n < 0:
+        raise ValueError("[diff] Order `n` must be non-negative.")
+    ax = int(axis) % a.ndim
+    for _ in range(n):
+        m = a._shape[ax]
+        a = subtract(_axis_slice(a, ax, 1, m), _axis_slice(a, ax, 0, builtins.max(m - 1, 0)))
+    return a
+
+
+def matrix_transpose(a, /, *, stream=None):
+    """Swap the last two axes (MLX 0.32's matrix_transpose; at least 2-D)."""
+    a = _arr(a, "matrix_transpose")
+    if a.ndim < 2:
+        raise ValueError("[matrix_transpose] Input array must have at least 2 dimensions.")
+    perm = tuple(range(a.ndim - 2)) + (a.ndim - 1, a.ndim - 2)
+    return _transpose(a, perm, "matrix_transpose")
+
+
+def contiguous(a, /, allow_col_major=False, *, stream=None):
+    """The same values in a row-contiguous array (braze's buffers already are, once computed;
+    a new array, as MLX's Contiguous node)."""
+    from ..prims.core import COPY
+    return bind(COPY, (_arr(a, "contiguous"),))
 
 
 def _diag_length(n, m, k):

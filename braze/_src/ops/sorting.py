@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from ..prims.base import bind
 from ..prims.shape import Reshape, Slice
-from ..prims.sort import ArgPartition, ArgSort, Partition, Sort
-from ._helpers import normalize_axis
+from ..prims.sort import ArgPartition, ArgSort, Partition, SearchSorted, Sort
+from ._helpers import astype, normalize_axis
 from .reduction import check_array, check_int
 
-__all__ = ["sort", "argsort", "partition", "argpartition", "topk"]
+__all__ = ["sort", "argsort", "partition", "argpartition", "topk", "searchsorted"]
 
 
 def _along(a, axis, op):
@@ -73,3 +73,19 @@ def topk(a, /, k, axis=-1, *, stream=None):
     if start == (0,) * x.ndim:
         return x if x is not a else bind(Slice(start, stop, (1,) * x.ndim), (x,))
     return bind(Slice(start, stop, (1,) * x.ndim), (x,))
+
+
+def searchsorted(sorted_sequence, values, /, side="left", *, stream=None):
+    """Indices (uint32) that keep the 1-D `sorted_sequence` sorted when inserting `values`:
+    'left' counts the elements less than each value, 'right' those less or equal."""
+    from .. import dtypes as D
+
+    if side not in ("left", "right"):
+        raise ValueError(f"[searchsorted] Invalid side '{side}'. Expected 'left' or 'right'.")
+    seq = check_array(sorted_sequence, "searchsorted")
+    v = check_array(values, "searchsorted")
+    if seq.ndim != 1:
+        raise ValueError(f"[searchsorted] The sorted sequence must be 1-D but has {seq.ndim} "
+                         f"dimensions.")
+    dt = D.promote(seq.dtype, v.dtype)  # promoted, never truncated (4.5 stays 4.5)
+    return bind(SearchSorted(side == "right"), (astype(seq, dt), astype(v, dt)))

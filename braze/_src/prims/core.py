@@ -206,3 +206,28 @@ def _lazy_copy(x, dtype):
 
 COPY = Copy()
 LAZY_COPY.make = _lazy_copy
+
+
+@dataclass(frozen=True)
+class Depends(Primitive):
+    """The first `n` inputs passed through, evaluated only after all the inputs (the rest are
+    the dependencies): mx.depends orders computations without changing values."""
+
+    n: int
+
+    def abstract_eval(self, *xs):
+        return [(x.shape, x.dtype) for x in xs[:self.n]]
+
+    def eval_cpu(self, *xs):
+        return [x.view() for x in xs[:self.n]]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        # the dependencies get no cotangent (None: zero), as MLX gives them zeros
+        return [cotangents[i] if i < self.n else None for i in argnums]
+
+    def jvp(self, primals, tangents, argnums):
+        return [tangents[argnums.index(i)] if i in argnums else None for i in range(self.n)]
+
+    def vmap(self, inputs, axes):
+        out = bind(self, tuple(inputs))
+        return (out if self.n > 1 else [out]), list(axes[:self.n])

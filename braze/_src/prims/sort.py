@@ -135,3 +135,27 @@ class ArgPartition(Primitive):
 
     def vmap(self, inputs, axes):
         return _vmap(self, inputs, axes, kth=self.kth)
+
+
+@dataclass(frozen=True)
+class SearchSorted(Primitive):
+    """Insertion indices (uint32, the values' shape) of the values into a 1-D sorted sequence,
+    in sort's order (NaN greatest); `right` gives the last suitable index."""
+
+    right: bool = False
+
+    differentiable = False
+
+    def abstract_eval(self, seq, values):
+        return [(values.shape, D.uint32)]
+
+    def eval_cpu(self, seq, values):
+        side = "right" if self.right else "left"
+        out = np.searchsorted(_keys(seq), _keys(values), side=side)
+        return [np.asarray(out, dtype=np.uint32)]
+
+    def vmap(self, inputs, axes):
+        if axes[0] is not None:
+            raise ValueError("[searchsorted] Cannot vmap over the sorted sequence, only over "
+                             "the values being searched for.")
+        return [bind(self, tuple(inputs))], [axes[1]]
