@@ -167,3 +167,14 @@ def test_diff_errors_as_mlx():
 def test_matrix_transpose_needs_two_dimensions():
     with pytest.raises(ValueError, match=r"^\[matrix_transpose\] Input array must have at least"):
         mx.matrix_transpose(mx.zeros(3))
+
+
+@pytest.mark.parametrize("args, msg", [
+    (((-2, 3), (3, 1), 0), r"^\[as_strided\] Negative dimensions not allowed"),
+    (((3,), (4,), 0), r"^\[as_strided\] Shape \(3,\), strides \(4,\) and offset 0 read outside"),
+    (((3,), (-1,), 1), r"^\[as_strided\] .* read outside an array of 8 elements"),
+    (((3,), (1, 1), 0), r"^\[as_strided\] Expected one stride per dimension"),
+])
+def test_as_strided_errors(args, msg):
+    with pytest.raises(ValueError, match=msg):
+        mx.as_strided(mx.zeros(8), *args)

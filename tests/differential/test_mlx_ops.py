@@ -216,6 +216,14 @@ KNOWN = [
         ('table', 'bfloat16 float16',
          'dequantize[dtype]'),
     ]),
+    ('braze checks bounds: as_strided reading outside its (0-d or emptied) input raises; '
+     'MLX reads out of bounds',
+     [
+        ('0d', 'float32 int32', 'as_strided'),
+        ('empty', 'float32 int32', 'as_strided'),
+        ('0d', 'float32', 'as_strided[reversed]'),
+        ('empty', 'float32', 'as_strided[reversed]'),
+    ]),
     ('braze checks bounds: take(index 5) of a size-1 array raises (MLX reads out of '
      'bounds)',
      [

@@ -119,3 +119,11 @@ CASES += [
            ins((5, 3)), dtypes=("int32", "float32")),
     OpCase("depends", mx.depends, lambda a, b: a, ins((3,), (2,)), dtypes=("float32",)),
 ]
+CASES += [
+    case("as_strided", lambda a: mx.as_strided(a, (3, 4), (2, 1), 1),
+         lambda a: np.lib.stride_tricks.as_strided(
+             a.reshape(-1)[1:], (3, 4), (2 * a.itemsize, a.itemsize)).copy(),
+         ins((2, 5)), dtypes=("int32", "float32")),
+    case("as_strided", lambda a: mx.as_strided(a, (4,), (-1,), 3),
+         lambda a: a.reshape(-1)[::-1], ins((4,)), "reversed", dtypes=("float32",)),
+]

@@ -14,6 +14,7 @@ from ..array import LIST_STACK, array
 from ..prims.base import bind
 from ..prims.core import Broadcast
 from ..prims.shape import (
+    AsStrided,
     Concatenate,
     ExpandDims,
     Flatten,
@@ -43,7 +44,7 @@ __all__ = [
     "swapaxes", "moveaxis", "broadcast_to", "broadcast_arrays", "broadcast_shapes",
     "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "concat", "stack", "unstack",
     "split", "tile", "repeat", "pad", "flip", "roll", "diag", "diagonal", "trace", "view",
-    "diff", "matrix_transpose", "contiguous",
+    "diff", "matrix_transpose", "contiguous", "as_strided",
 ]
 
 
@@ -519,6 +520,30 @@ def diff(a, /, n=1, axis=-1, *, stream=None):
         m = a._shape[ax]
         a = subtract(_axis_slice(a, ax, 1, m), _axis_slice(a, ax, 0, builtins.max(m - 1, 0)))
     return a
+
+
+def as_strided(a, /, shape=None, strides=None, offset=0, *, stream=None):
+    """A strided read of `a` as if it were row contiguous (strides and offset in elements).
+
+    Unlike MLX, which reads whatever memory the strides reach, a read outside the array is a
+    ValueError."""
+    a = _arr(a, "as_strided")
+    shape = a._shape if shape is None else _int_tuple(shape, "as_strided", "a shape")
+    if any(d < 0 for d in shape):
+        raise ValueError("[as_strided] Negative dimensions not allowed.")
+    if strides is None:
+        strides = tuple(_prod(shape[i + 1:]) for i in range(len(shape)))
+    strides = _int_tuple(strides, "as_strided", "strides")
+    if len(strides) != len(shape) or not _is_int(offset) or offset < 0:
+        raise ValueError(f"[as_strided] Expected one stride per dimension and a non-negative "
+                         f"offset, got shape {shape}, strides {strides}, offset {offset!r}.")
+    if _prod(shape):
+        lo = offset + builtins.sum(builtins.min(0, (d - 1) * s) for d, s in zip(shape, strides))
+        hi = offset + builtins.sum(builtins.max(0, (d - 1) * s) for d, s in zip(shape, strides))
+        if lo < 0 or hi >= a.size:
+            raise ValueError(f"[as_strided] Shape {shape}, strides {strides} and offset "
+                             f"{offset} read outside an array of {a.size} elements.")
+    return bind(AsStrided(shape, strides, int(offset)), (reshape(a, (-1,)),))
 
 
 def matrix_transpose(a, /, *, stream=None):

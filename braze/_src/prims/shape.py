@@ -726,3 +726,43 @@ class View(Primitive):
         if x.dtype.size != self.dtype.size and ax == x.ndim - 1:
             x, ax = _to_front(x, ax), 0  # the last axis is the one that rescales
         return [bind(self, (x,))], [ax]
+
+
+def strided_index(shape, strides, offset) -> np.ndarray:
+    """The flat input position read by every output element of as_strided (int64)."""
+    idx = np.full(shape, offset, dtype=np.int64)
+    for ax, (n, s) in enumerate(zip(shape, strides)):
+        idx += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - ax - 1))
+    return idx
+
+
+@dataclass(frozen=True)
+class AsStrided(Primitive):
+    """A strided read of a flat (1-D) input: out[i...] = x[offset + sum(i_k * strides_k)].
+    A copy, not a view: buffers are never shared with overlapping strides."""
+
+    shape: tuple
+    strides: tuple
+    offset: int
+
+    def abstract_eval(self, x):
+        return [(self.shape, x.dtype)]
+
+    def eval_cpu(self, x):
+        return [x[strided_index(self.shape, self.strides, self.offset)]]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, g = primals[0], cotangents[0]
+        idx = ops.array(strided_index(self.shape, self.strides, self.offset).reshape(-1))
+        flat = ops.reshape(g, (-1,))
+        return [ops.zeros_like(x).at[idx].add(flat)]
+
+    def jvp(self, primals, tangents, argnums):
+        return [bind(self, (tangents[0],))]
+
+    def vmap(self, inputs, axes):
+        x, ax = inputs[0], axes[0]
+        x = _to_front(x, ax)
+        b, n = x.shape[0], x.shape[1]
+        prim = AsStrided((b,) + self.shape, (n,) + self.strides, self.offset)
+        return [bind(prim, (ops.reshape(x, (-1,)),))], [0]
