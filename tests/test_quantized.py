@@ -340,7 +340,32 @@ def test_out_of_range_gather_indices_do_not_crash():
     (lambda: mx.quantize(mx.ones((64,))), r"\[quantize\].*at least 2"),
     (lambda: mx.quantize(mx.ones((2, 48))), r"\[quantize\].*divisible"),
     (lambda: mx.quantize(mx.ones((2, 64), dtype=mx.int32)), r"\[quantize\].*int32"),
-    (lambda: mx.quantize(mx.ones((2, 64)), mode="mxfp4"), r"\[quantize\].*mxfp4"),
+    (lambda: mx.quantize(mx.ones((2, 64)), mode="mxfp4", bits=3), r"\[quantize\].*mxfp4.*bits"),
+    (lambda: mx.quantize(mx.ones((2, 64)), mode="mxfp4", group_size=64),
+     r"\[quantize\].*group size 32"),
+    (lambda: mx.quantize(mx.ones((2, 64)), mode="mxfp8", global_scale=mx.array(1.0)),
+     r"\[quantize\].*Global scale"),
+    (lambda: mx.quantize(mx.ones((2, 64)), mode="nvfp4", global_scale=mx.ones((2,))),
+     r"\[quantize\].*scalar"),
+    (lambda: mx.dequantize(*mx.quantize(mx.ones((2, 64)), mode="mxfp4"), mode="mxfp4",
+                           dtype=mx.int32), r"\[dequantize\].*floating"),
+    (lambda: mx.dequantize(mx.zeros((2, 8), mx.uint32), mx.ones((2, 2)), mode="mxfp4"),
+     r"\[dequantize\].*uint8"),
+    (lambda: mx.dequantize(*mx.quantize(mx.ones((2, 64)), mode="mxfp8"), mx.ones((2, 2)),
+                           mode="mxfp8"), r"\[dequantize\].*null"),
+    (lambda: mx.dequantize(*mx.quantize(mx.ones((2, 64)), mode="nvfp4"), mode="nvfp4",
+                           group_size=32), r"\[dequantize\].*group size 16"),
+    (lambda: mx.quantized_matmul(mx.ones((3, 64), mx.int32),
+                                 *mx.quantize(mx.ones((8, 64)), mode="mxfp4"), mode="mxfp4"),
+     r"\[quantized_matmul\].*floating"),
+    (lambda: mx.qqmm(mx.ones((3, 64)), *mx.quantize(mx.ones((2, 8, 64)), mode="mxfp8"),
+                     mode="mxfp8"), r"\[qqmm\].*2D"),
+    (lambda: mx.qqmm(mx.ones((3, 64)), mx.zeros((8, 8), mx.uint32), mode="nvfp4"),
+     r"\[qqmm\].*Scales must be provided"),
+    (lambda: mx.qqmm(mx.ones((3, 64)), mx.ones((8, 64)), mode="nvfp4",
+                     global_scale_x=mx.array(1.0)), r"\[qqmm\].*both"),
+    (lambda: mx.to_fp8(mx.ones((2,), mx.int32)), r"\[to_fp8\]"),
+    (lambda: mx.from_fp8(mx.ones((2,))), r"\[from_fp8\].*uint8"),
     (lambda: mx.quantize(mx.ones((2, 64)), mode="bogus"), r"\[quantize\].*bogus"),
     (lambda: mx.dequantize(mx.ones((2, 8), mx.int32), mx.ones((2, 1)), mx.ones((2, 1))),
      r"\[dequantize\].*uint32"),
@@ -376,3 +401,138 @@ def test_bad_param_types():
     with pytest.raises(TypeError, match=r"\[quantize\]"):
         mx.quantize(mx.ones((2, 64)), mode=4)
 
+
+
+# -- floating-point modes ---------------------------------------------------------------------
+FP_MODES = ("mxfp4", "nvfp4", "mxfp8")
+
+
+def _fp_sample(rng, shape=(24, 128)):
+    """Normal rows at several scales plus ties, zeros, constants and an fp4 tie ladder."""
+    w = _sample("scaled", shape, rng)
+    w[0, :40] = 0.0
+    w[1] = 3.0
+    w[2, ::2] = 0.5
+    w[3] = rng.integers(-8, 8, shape[-1]) / 4
+    w[4, :9] = [6, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5, -0.25]
+    w[5] = 0.0
+    return w
+
+
+def _eq(g, m, what):
+    assert g.shape == m.shape and g.dtype.name == str(m.dtype).split(".")[-1], what
+    np.testing.assert_array_equal(_np(g), _np(m), err_msg=what)
+
+
+@needs_mlx
+@pytest.mark.parametrize("dt", ("float32",) + HALF)
+@pytest.mark.parametrize("mode", FP_MODES)
+def test_fp_quantize_bit_equal_to_mlx(mode, dt):
+    wb, wm = _pair(_fp_sample(np.random.default_rng(len(mode) + len(dt))), dt)
+    got, want = mx.quantize(wb, mode=mode), mlx.quantize(wm, mode=mode)
+    assert len(got) == 2
+    _eq(got[0], want[0], "w_q")
+    _eq(got[1], want[1], "scales")
+    for out in (None, "float32", "float16", "bfloat16"):
+        kb = {} if out is None else {"dtype": getattr(mx, out)}
+        km = {} if out is None else {"dtype": getattr(mlx, out)}
+        _eq(mx.dequantize(*got, mode=mode, **kb), mlx.dequantize(*want, mode=mode, **km),
+            f"dequantize to {out}")
+
+
+@needs_mlx
+@pytest.mark.parametrize("dt", ("float32", "bfloat16"))
+def test_nvfp4_global_scale_bit_equal_to_mlx(dt):
+    w = _fp_sample(np.random.default_rng(7))
+    g = float(np.abs(w).max())
+    wb, wm = _pair(w, dt)
+    got = mx.quantize(wb, mode="nvfp4", global_scale=mx.array(g))
+    want = mlx.quantize(wm, mode="nvfp4", global_scale=mlx.array(g))
+    _eq(got[0], want[0], "w_q")
+    _eq(got[1], want[1], "scales")
+    _eq(mx.dequantize(*got, mode="nvfp4", global_scale=mx.array(g)),
+        mlx.dequantize(*want, mode="nvfp4", global_scale=mlx.array(g)), "dequantize")
+
+
+@needs_mlx
+@pytest.mark.parametrize("mode", FP_MODES)
+def test_fp_dequantize_every_scale_code_matches_mlx(mode):
+    gs, bits = {"mxfp4": (32, 4), "nvfp4": (16, 4), "mxfp8": (32, 8)}[mode]
+    rng = np.random.default_rng(3)
+    s = np.arange(256, dtype=np.uint8).reshape(256, 1)
+    q = rng.integers(0, 2**32, (256, gs * bits // 32), dtype=np.uint64).astype(np.uint32)
+    for out in ("float32", "float16", "bfloat16"):
+        _eq(mx.dequantize(mx.array(q), mx.array(s), mode=mode, dtype=getattr(mx, out)),
+            mlx.dequantize(mlx.array(q), mlx.array(s), mode=mode, dtype=getattr(mlx, out)),
+            out)
+
+
+@needs_mlx
+def test_fp8_conversions_match_mlx():
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(4000) * 10.0 ** rng.uniform(-5, 3, 4000)).astype(np.float32)
+    x = np.concatenate([x, np.float32([0, -0.0, np.inf, -np.inf, np.nan, 448, 464, 465])])
+    _eq(mx.to_fp8(mx.array(x)), mlx.to_fp8(mlx.array(x)), "to_fp8")
+    codes = np.arange(256, dtype=np.uint8)
+    for out in ("float32", "bfloat16"):
+        _eq(mx.from_fp8(mx.array(codes), getattr(mx, out)),
+            mlx.from_fp8(mlx.array(codes), getattr(mlx, out)), f"from_fp8 {out}")
+
+
+@needs_mlx
+@pytest.mark.parametrize("mode", FP_MODES)
+def test_fp_quantized_products_match_mlx(mode):
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((3, 16, 64)).astype(np.float32)
+    x = rng.standard_normal((3, 5, 64)).astype(np.float32)
+    qb, qm = mx.quantize(mx.array(w), mode=mode), mlx.quantize(mlx.array(w), mode=mode)
+    for t in (True, False):
+        xs = x if t else x[..., :16]
+        got = mx.quantized_matmul(mx.array(xs), *qb, transpose=t, mode=mode)
+        want = mlx.quantized_matmul(mlx.array(xs), *qm, transpose=t, mode=mode)
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-5, atol=1e-5)
+    idx = np.array([2, 0], np.uint32)
+    got = mx.gather_qmm(mx.array(x[:1, :1]), *qb, rhs_indices=mx.array(idx), mode=mode)
+    want = mlx.gather_qmm(mlx.array(x[:1, :1]), *qm, rhs_indices=mlx.array(idx), mode=mode)
+    np.testing.assert_allclose(_np(got), _np(want), rtol=1e-5, atol=1e-5)
+    if mode != "mxfp4":  # MLX's CPU qqmm: one row of x, nvfp4/mxfp8
+        q2b = mx.quantize(mx.array(w[0]), mode=mode)
+        q2m = mlx.quantize(mlx.array(w[0]), mode=mode)
+        np.testing.assert_allclose(_np(mx.qqmm(mx.array(x[0, :1]), *q2b, mode=mode)),
+                                   _np(mlx.qqmm(mlx.array(x[0, :1]), *q2m, mode=mode)),
+                                   rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", FP_MODES)
+def test_fp_modes_defaults_dtypes_and_grads(mode):
+    w = mx.random.normal((16, 64), key=mx.random.key(0))
+    x = mx.random.normal((3, 64), key=mx.random.key(1)).astype(mx.bfloat16)
+    wq, s = mx.quantize(w, mode=mode)
+    assert (wq.dtype, s.dtype) == (mx.uint32, mx.uint8)
+    assert mx.dequantize(wq, s, mode=mode).dtype == mx.bfloat16
+    assert mx.quantized_matmul(x, wq, s, mode=mode).dtype == mx.bfloat16
+    with pytest.raises(ValueError, match=r"\[quantized_matmul\] no gradient wrt scales"):
+        mx.grad(lambda s: mx.quantized_matmul(x, wq, s, mode=mode).sum())(s)
+    with pytest.raises(ValueError, match=r"\[gather_qmm\] no gradient wrt scales"):
+        mx.grad(lambda s: mx.gather_qmm(x, wq, s, rhs_indices=mx.array(0), mode=mode).sum())(s)
+    dx = mx.grad(lambda x: mx.quantized_matmul(x, wq, s, mode=mode).astype(mx.float32).sum())(x)
+    ref = mx.dequantize(wq, s, mode=mode, dtype=mx.float32).sum(0)
+    np.testing.assert_allclose(_np(dx), np.broadcast_to(_np(ref), (3, 64)), rtol=1e-2)
+    batched = mx.vmap(lambda w: mx.dequantize(*mx.quantize(w, mode=mode), mode=mode))(
+        mx.stack([w, 2 * w]))
+    np.testing.assert_array_equal(_np(batched[1]), _np(mx.dequantize(
+        *mx.quantize(2 * w, mode=mode), mode=mode)))
+
+
+def test_nvfp4_global_scale_gradient_and_qqmm_straight_through():
+    w = mx.random.normal((8, 32), key=mx.random.key(2))
+    g = mx.array(3.0)
+    wq, s = mx.quantize(w, mode="nvfp4", global_scale=g)
+    f = lambda g: mx.dequantize(wq, s, mode="nvfp4", global_scale=g).sum()  # noqa: E731
+    eps = 1e-2
+    num = (f(g + eps) - f(g - eps)) / (2 * eps)
+    np.testing.assert_allclose(float(mx.grad(f)(g)), float(num), rtol=1e-3)
+    x = mx.random.normal((4, 32), key=mx.random.key(3))
+    dx = mx.grad(lambda x: mx.qqmm(x, wq, s, mode="nvfp4").sum())(x)
+    ref = mx.dequantize(wq, s, mode="nvfp4", dtype=mx.float32).sum(0)
+    np.testing.assert_allclose(_np(dx), np.broadcast_to(_np(ref), (4, 32)), rtol=1e-6)

@@ -217,8 +217,10 @@ def scaled_dot_product_attention(q, k, v, *, scale, mask=None, sinks=None, force
         if mask.ndim > 4:
             raise ValueError(f"[{op}] the mask with shape {mask.shape} expected to have at "
                              "most rank 4.")
-        try:
-            O.broadcast_shapes(mask.shape, (B, n_q, L_q, k.shape[2]))
+        target = (B, n_q, L_q, k.shape[2])
+        try:  # MLX broadcasts the mask *to* the scores shape: it may not grow it
+            if tuple(O.broadcast_shapes(mask.shape, target)) != target:
+                raise ValueError
         except ValueError:
             raise ValueError(f"[{op}] the mask with shape {mask.shape} does not broadcast to "
                              f"the scores shape {(B, n_q, L_q, k.shape[2])}.") from None
@@ -229,6 +231,9 @@ def scaled_dot_product_attention(q, k, v, *, scale, mask=None, sinks=None, force
             mask = astype(mask, final)
     if sinks is not None:
         sinks = _arr(sinks, op)
+        if D.promote(sinks.dtype, final) is not final:
+            raise ValueError(f"[{op}] Type of sinks must promote to output type {final.name}, "
+                             f"got {sinks.dtype.name}.")
         if sinks.ndim != 1 or sinks.shape[0] != n_q:
             raise ValueError(f"[{op}] sinks must have shape ({n_q},), got {sinks.shape}.")
         sinks = astype(sinks, final)

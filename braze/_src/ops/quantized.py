@@ -1,9 +1,12 @@
 """Public ops: gathered and quantized matrix products (gather_mm, quantize, dequantize,
-quantized_matmul, gather_qmm), with MLX's signatures and "affine" quantization format.
+quantized_matmul, gather_qmm, qqmm, gather_qqmm) and fp8 conversions (to_fp8, from_fp8), with
+MLX's signatures and its quantization modes: "affine" (scales and biases in the weights'
+dtype) and the floating-point "mxfp4", "nvfp4", "mxfp8" (uint8 scales, no biases; see
+prims/quantized_fp.py).
 
 `quantized_matmul` and `gather_qmm` are composites: dequantize the packed weights, then matmul
-or gather_mm. They differentiate w.r.t. x, scales and biases (never the packed weights), vmap
-and compile like any other ops.
+or gather_mm. They differentiate w.r.t. x, and for "affine" w.r.t. scales and biases (never the
+packed weights), vmap and compile like any other ops. `qqmm` also rounds x to the mode's values.
 """
 from __future__ import annotations
 
@@ -13,15 +16,17 @@ from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind
 from ..prims.quantized import BITS, GROUP_SIZES, Dequantize, GatherMM, Quantize
+from ..prims.quantized_fp import MODES, ConvertFP8, FakeQuantize, FPDequantize, FPQuantize
 from ..prims.shape import ExpandDims, Squeeze
 from ._helpers import as_array, astype
 from .creation import arange
 from .linalg import matmul
 from .shape import reshape, swapaxes
 
-__all__ = ["gather_mm", "quantize", "dequantize", "quantized_matmul", "gather_qmm"]
+__all__ = ["gather_mm", "quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm",
+           "gather_qqmm", "to_fp8", "from_fp8"]
 
-_OTHER_MODES = ("mxfp4", "mxfp8", "nvfp4")
+_DEFAULTS = {"affine": (64, 4), **MODES}
 
 
 def _arr(x, op):
@@ -77,40 +82,85 @@ def gather_mm(a, b, /, lhs_indices=None, rhs_indices=None, *, sorted_indices=Fal
     return out
 
 
-# -- quantization -----------------------------------------------------------------------------
-def _params(group_size, bits, mode, op):
+# -- quantization parameters ------------------------------------------------------------------
+def _mode(mode, op):
     if not isinstance(mode, str):
         raise TypeError(f"[{op}] mode must be a string, got {type(mode).__name__}: {mode!r}.")
-    if mode in _OTHER_MODES:
-        raise ValueError(f"[{op}] Quantization mode {mode!r} is not supported by braze; only "
-                         "'affine' is.")
-    if mode != "affine":
-        raise ValueError(f"[{op}] Invalid quantization mode {mode!r}; expected 'affine'.")
-    group_size = 64 if group_size is None else group_size
-    bits = 4 if bits is None else bits
+    if mode not in _DEFAULTS:
+        raise ValueError(f"[{op}] Invalid quantization mode '{mode}'. Valid modes are: "
+                         f"{', '.join(_DEFAULTS)}.")
+    return mode
+
+
+def _params(group_size, bits, mode, op):
+    """(mode, group_size, bits): the mode's defaults filled in, each value checked."""
+    mode = _mode(mode, op)
+    dg, db = _DEFAULTS[mode]
+    group_size = dg if group_size is None else group_size
+    bits = db if bits is None else bits
     for name, v in (("group_size", group_size), ("bits", bits)):
         if isinstance(v, bool) or not isinstance(v, int):
             raise TypeError(f"[{op}] {name} must be an int, got {type(v).__name__}: {v!r}.")
+    if mode != "affine":
+        if group_size != dg:
+            raise ValueError(f"[{op}] {mode} quantization requires group size {dg} but got "
+                             f"{group_size}.")
+        if bits != db:
+            raise ValueError(f"[{op}] {mode} quantization requires bits to be {db} but got "
+                             f"{bits}.")
+        return mode, group_size, bits
     if bits not in BITS:
         raise ValueError(f"[{op}] The requested number of bits {bits} is not supported. The "
                          "supported bits are 1, 2, 3, 4, 5, 6 and 8.")
     if group_size not in GROUP_SIZES:
         raise ValueError(f"[{op}] The requested group size {group_size} is not supported. The "
                          "supported group sizes are 32, 64, and 128.")
-    return group_size, bits
+    return mode, group_size, bits
 
 
+def _global_scale(gs, mode, op):
+    if gs is None:
+        return None
+    if mode != "nvfp4":
+        raise ValueError(f"[{op}] Global scale is only supported for 'nvfp4' quantization "
+                         "mode.")
+    gs = _arr(gs, op)
+    if gs.size != 1:
+        raise ValueError(f"[{op}] Global scale must be a scalar but got shape {gs.shape}.")
+    if gs.dtype is not D.float32:
+        raise ValueError(f"[{op}] Global scale must have dtype float32 but got "
+                         f"{gs.dtype.name}.")
+    return gs
+
+
+def _scale_types(scales, biases, mode, op):
+    """MLX's checks of the scales (and biases) for `mode`."""
+    if mode == "affine":
+        if biases is None:
+            raise ValueError(f"[{op}] Biases must be provided for affine quantization.")
+        if scales.dtype.kind != "f" or biases.dtype.kind != "f":
+            raise ValueError(f"[{op}] Only real floating types are supported but "
+                             f"scales.dtype() == {scales.dtype.name} and biases.dtype() == "
+                             f"{biases.dtype.name}.")
+        return
+    if scales.dtype is not D.uint8:
+        raise ValueError(f"[{op}] Scale type must be uint8 but received type "
+                         f"{scales.dtype.name}.")
+    if biases is not None:
+        raise ValueError(f"[{op}] Biases must be null for quantization mode '{mode}'.")
+
+
+# -- quantize / dequantize --------------------------------------------------------------------
 def quantize(w, /, group_size=None, bits=None, mode="affine", *, global_scale=None,
              stream=None):
-    """Affine quantization of `w` along its last axis: (w_q, scales, biases), MLX's layout.
+    """Quantize `w` along its last axis. "affine": (w_q, scales, biases), defaults group_size
+    64, bits 4; "mxfp4" (32, 4), "nvfp4" (16, 4), "mxfp8" (32, 8): (w_q, uint8 scales).
 
-    Defaults: group_size 64, bits 4. w must have at least 2 dimensions, a floating dtype and a
-    last axis divisible by group_size.
+    w must have at least 2 dimensions, a floating dtype and a last axis divisible by
+    group_size; `global_scale` (a float32 scalar) is for "nvfp4" only.
     """
     op = "quantize"
-    group_size, bits = _params(group_size, bits, mode, op)
-    if global_scale is not None:
-        raise ValueError(f"[{op}] global_scale is only used by 'nvfp4' quantization.")
+    mode, group_size, bits = _params(group_size, bits, mode, op)
     w = _arr(w, op)
     if w.dtype.kind != "f":
         raise ValueError(f"[{op}] Only real floating types can be quantized but w has type "
@@ -122,68 +172,88 @@ def quantize(w, /, group_size=None, bits=None, mode="affine", *, global_scale=No
         raise ValueError(f"[{op}] The last dimension of the matrix needs to be divisible by "
                          f"the quantization group size {group_size}. However the provided "
                          f"matrix has shape {w.shape}.")
+    gs = _global_scale(global_scale, mode, op)
+    if mode != "affine":
+        return tuple(bind(FPQuantize(mode), (w,) if gs is None else (w, gs)))
     return tuple(bind(Quantize(group_size, bits), (w,)))
 
 
 def _check_packed(w, scales, biases, group_size, bits, op):
+    """The packed matrix against its scales (and biases): returns the unpacked last dim."""
     if w.dtype is not D.uint32:
         raise ValueError(f"[{op}] The matrix should be given as a uint32, got {w.dtype.name}.")
-    if biases is None:
-        raise ValueError(f"[{op}] Biases must be provided for affine quantization.")
-    if scales.dtype.kind != "f" or biases.dtype.kind != "f":
-        raise ValueError(f"[{op}] Scales and biases must have a floating dtype, got "
-                         f"{scales.dtype.name} and {biases.dtype.name}.")
     if w.ndim < 2:
         raise ValueError(f"[{op}] The quantized matrix must have at least 2 dimension but it "
                          f"has only {w.ndim}.")
     K = w.shape[-1] * 32 // bits
-    if (scales.shape != biases.shape or scales.shape[:-1] != w.shape[:-1]
-            or (w.shape[-1] * 32) % bits or scales.shape[-1] * group_size != K):
-        raise ValueError(f"[{op}] Shape of scales and biases does not match the matrix given "
-                         f"the quantization parameters. Provided matrix of shape {w.shape} "
-                         f"and scales/biases of shape {scales.shape}/{biases.shape} with "
+    same = biases is None or scales.shape == biases.shape
+    if (not same or scales.shape[:-1] != w.shape[:-1] or (w.shape[-1] * 32) % bits
+            or scales.shape[-1] * group_size != K):
+        what = "scales" if biases is None else "scales and biases"
+        raise ValueError(f"[{op}] Shape of {what} does not match the matrix given the "
+                         f"quantization parameters. Provided matrix of shape {w.shape} and "
+                         f"{what} of shape {scales.shape}"
+                         f"{'' if biases is None else '/' + str(biases.shape)} with "
                          f"group_size={group_size} and bits={bits}.")
     return K
 
 
+def _fp_dequantize(w, scales, mode, dtype, gs, op):
+    inputs = (w, scales) if gs is None else (w, scales, gs)
+    return bind(FPDequantize(mode, dtype, op), inputs)
+
+
 def dequantize(w, /, scales, biases=None, group_size=None, bits=None, mode="affine",
                global_scale=None, dtype=None, *, stream=None) -> array:
-    """scales * q + biases for each group of the packed matrix w (the inverse of quantize)."""
+    """The inverse of quantize: scales * q + biases per group ("affine"), or the fp values
+    times their group's scale (fp modes; default dtype bfloat16, as MLX)."""
     op = "dequantize"
-    group_size, bits = _params(group_size, bits, mode, op)
+    mode = _mode(mode, op)
     w, scales = _arr(w, op), _arr(scales, op)
     biases = None if biases is None else _arr(biases, op)
-    _check_packed(w, scales, biases, group_size, bits, op)
-    if dtype is None:
-        dtype = scales.dtype
-    else:
+    if dtype is not None:
         dtype = D.to_dtype(dtype, op)
         if dtype.kind != "f":
-            raise ValueError(f"[{op}] dtype must be a floating type, got {dtype.name}.")
-    if biases.dtype is not scales.dtype:
-        biases = astype(biases, scales.dtype)
+            raise ValueError(f"[{op}] Only real floating types are supported but output "
+                             f"dtype == {dtype.name}.")
+    _scale_types(scales, biases, mode, op)
+    mode, group_size, bits = _params(group_size, bits, mode, op)
+    _check_packed(w, scales, biases, group_size, bits, op)
+    gs = _global_scale(global_scale, mode, op)
+    if mode != "affine":
+        return _fp_dequantize(w, scales, mode, dtype or D.bfloat16, gs, op)
+    if dtype is None:
+        dtype = D.promote(scales.dtype, biases.dtype)
+    st = D.promote(scales.dtype, biases.dtype)
+    scales, biases = astype(scales, st), astype(biases, st)
     return bind(Dequantize(group_size, bits, dtype), (w, scales, biases))
 
 
-def _qmm_operands(x, w, scales, biases, transpose, group_size, bits, mode, op):
-    group_size, bits = _params(group_size, bits, mode, op)
+# -- quantized products -----------------------------------------------------------------------
+def _qmm_operands(x, w, scales, biases, transpose, group_size, bits, mode, op, gs=None):
+    """MLX's checks; returns (x, the dequantized weight oriented for x @ W)."""
+    mode = _mode(mode, op)
     x, w, scales = _arr(x, op), _arr(w, op), _arr(scales, op)
     biases = None if biases is None else _arr(biases, op)
+    _scale_types(scales, biases, mode, op)
+    mode, group_size, bits = _params(group_size, bits, mode, op)
     K = _check_packed(w, scales, biases, group_size, bits, op)
-    dt = D.promote(x.dtype, scales.dtype)
+    dt = D.promote(x.dtype, scales.dtype) if mode == "affine" else x.dtype
     if dt.kind != "f":
-        raise ValueError(f"[{op}] Only real floating types are supported, got x of type "
-                         f"{x.dtype.name} and scales of type {scales.dtype.name}.")
+        raise ValueError(f"[{op}] Only real floating types are supported but x.dtype() == "
+                         f"{x.dtype.name}.")
     rows = w.shape[-2]
-    inner = K if transpose else rows
+    inner, outer = (K, rows) if transpose else (rows, K)
     if x.ndim == 0 or x.shape[-1] != inner:
-        full = (rows, K)
-        expanded = full[::-1] if transpose else full
-        raise ValueError(f"[{op}] Last dimension of first input with shape {x.shape} does not "
-                         f"match the expanded quantized matrix {expanded} computed from shape "
-                         f"{w.shape} with group_size={group_size}, bits={bits} and "
+        raise ValueError(f"[{op}] Last dimension of first input with shape "
+                         f"(..., {x.shape[-1] if x.ndim else ''}) does not match the expanded "
+                         f"quantized matrix ({inner}, {outer}) computed from shape {w.shape} "
+                         f"with group_size={group_size}, bits={bits} and "
                          f"transpose={transpose}.")
-    wd = dequantize(w, astype(scales, dt), astype(biases, dt), group_size, bits)
+    if mode == "affine":
+        wd = dequantize(w, astype(scales, dt), astype(biases, dt), group_size, bits)
+    else:
+        wd = astype(_fp_dequantize(w, scales, mode, dt, _global_scale(gs, mode, op), op), dt)
     if transpose:
         wd = swapaxes(wd, -1, -2)
     return astype(x, dt), wd
@@ -202,10 +272,116 @@ def gather_qmm(x, w, /, scales, biases=None, lhs_indices=None, rhs_indices=None,
                *, sorted_indices=False, stream=None) -> array:
     """gather_mm(x, dequantize(w).T (or dequantize(w)), lhs_indices, rhs_indices)."""
     op = "gather_qmm"
-    if global_scale is not None:
-        raise ValueError(f"[{op}] global_scale is only used by 'nvfp4' quantization.")
-    x, wd = _qmm_operands(x, w, scales, biases, transpose, group_size, bits, mode, op)
+    x, wd = _qmm_operands(x, w, scales, biases, transpose, group_size, bits, mode, op,
+                          global_scale)
+    if lhs_indices is None and rhs_indices is None:
+        return matmul(x, wd)
+    return _renamed(op, gather_mm, x, wd, lhs_indices, rhs_indices,
+                    sorted_indices=sorted_indices)
+
+
+def _renamed(op, fn, *args, **kw):
     try:
-        return gather_mm(x, wd, lhs_indices, rhs_indices, sorted_indices=sorted_indices)
+        return fn(*args, **kw)
     except ValueError as e:
         raise ValueError(str(e).replace("[gather_mm]", f"[{op}]")) from None
+
+
+# -- qqmm: both operands quantized ------------------------------------------------------------
+def _qq_weight(w, scales, mode, gs_w, op):
+    """The weight as qqmm uses it: (N, K) values, dequantized or rounded to the mode."""
+    if w.dtype is D.uint32:
+        if scales is None:
+            raise ValueError(f"[{op}] Scales must be provided if second argument is "
+                             "quantized.")
+        scales = _arr(scales, op)
+        _scale_types(scales, None, mode, op)
+        _, group_size, bits = _params(None, None, mode, op)
+        _check_packed(w, scales, None, group_size, bits, op)
+        return _fp_dequantize(w, scales, mode, D.float32, gs_w, op)
+    if w.dtype.kind != "f" or w.dtype is D.float64:
+        raise ValueError(f"[{op}] Only real floating types except float64 are supported but "
+                         f"second argument dtype == {w.dtype.name}.")
+    return _round_to_mode(w, mode, gs_w, op)
+
+
+def _round_to_mode(x, mode, gs, op):
+    return bind(FakeQuantize(mode), (x,) if gs is None else (x, gs))
+
+
+def _qq_checks(x, w, group_size, bits, mode, gs_x, gs_w, op):
+    if mode == "affine":
+        raise ValueError(f"[{op}] Only the 'mxfp4', 'nvfp4' and 'mxfp8' modes are supported, "
+                         "got 'affine'.")
+    _params(group_size, bits, mode, op)
+    if x.dtype.kind != "f" or x.dtype is D.float64:
+        raise ValueError(f"[{op}] Only real floating types except float64 are supported but "
+                         f"first argument dtype == {x.dtype.name}.")
+    gs_x, gs_w = _global_scale(gs_x, mode, op), _global_scale(gs_w, mode, op)
+    if mode == "nvfp4" and (gs_x is None) != (gs_w is None):
+        raise ValueError(f"[{op}] For nvfp4 mode, either both global_scale_x and "
+                         "global_scale_w must be provided, or neither.")
+    return gs_x, gs_w
+
+
+def _qq_operands(x, w, scales, group_size, bits, mode, gs_x, gs_w, op):
+    """(rounded x, weight (..., N, K) as float32 values) after MLX's checks."""
+    mode = _mode(mode, op)
+    x, w = _arr(x, op), _arr(w, op)
+    gs_x, gs_w = _qq_checks(x, w, group_size, bits, mode, gs_x, gs_w, op)
+    wv = _qq_weight(w, scales, mode, gs_w, op)
+    if x.ndim == 0 or x.shape[-1] != wv.shape[-1]:
+        raise ValueError(f"[{op}] Last dimension of first input with shape {x.shape} must "
+                         f"match last dimension of second input with shape {wv.shape}.")
+    if x.shape[-1] % _DEFAULTS[mode][0]:
+        raise ValueError(f"[{op}] The last dimension of the first input {x.shape} must be "
+                         f"divisible by the group size {_DEFAULTS[mode][0]}.")
+    return _round_to_mode(x, mode, gs_x, op), astype(wv, x.dtype)
+
+
+def qqmm(x, w, /, scales=None, group_size=None, bits=None, mode="nvfp4", global_scale_x=None,
+         global_scale_w=None, *, stream=None) -> array:
+    """x @ w.T with x rounded to the mode's values per group along K, and w either packed
+    (with its uint8 scales) or a float matrix rounded the same way. Beyond MLX's CPU, any
+    number of rows and batched x; the gradient passes through the rounding of x."""
+    op = "qqmm"
+    xq, wv = _qq_operands(x, w, scales, group_size, bits, mode, global_scale_x,
+                          global_scale_w, op)
+    if wv.ndim > 2:
+        raise ValueError(f"[{op}] Only 2D inputs are supported but x.ndim() == {xq.ndim} and "
+                         f"w.ndim() == {wv.ndim}.")
+    return matmul(xq, swapaxes(wv, -1, -2))
+
+
+def gather_qqmm(x, w, /, scales=None, lhs_indices=None, rhs_indices=None, group_size=None,
+                bits=None, mode="nvfp4", global_scale_x=None, global_scale_w=None, *,
+                sorted_indices=False, stream=None) -> array:
+    """gather_mm of the rounded x with the (dequantized or rounded) w transposed."""
+    op = "gather_qqmm"
+    xq, wv = _qq_operands(x, w, scales, group_size, bits, mode, global_scale_x,
+                          global_scale_w, op)
+    return _renamed(op, gather_mm, xq, swapaxes(wv, -1, -2), lhs_indices, rhs_indices,
+                    sorted_indices=sorted_indices)
+
+
+# -- fp8 --------------------------------------------------------------------------------------
+def to_fp8(x, *, stream=None) -> array:
+    """Floats -> e4m3 codes as uint8 (round to nearest even, saturating at +-448)."""
+    x = _arr(x, "to_fp8")
+    if x.dtype.kind != "f":
+        raise ValueError(f"[to_fp8] Only real floating types are supported but x.dtype() == "
+                         f"{x.dtype.name}.")
+    return bind(ConvertFP8(True), (x,))
+
+
+def from_fp8(x, dtype=None, *, stream=None) -> array:
+    """e4m3 codes (uint8) -> floats of `dtype` (default bfloat16)."""
+    x = _arr(x, "from_fp8")
+    if x.dtype is not D.uint8:
+        raise ValueError(f"[from_fp8] Input must have type uint8 but x.dtype() == "
+                         f"{x.dtype.name}.")
+    dtype = D.bfloat16 if dtype is None else D.to_dtype(dtype, "from_fp8")
+    if dtype.kind != "f":
+        raise ValueError(f"[from_fp8] Only real floating types are supported but dtype == "
+                         f"{dtype.name}.")
+    return bind(ConvertFP8(False, dtype), (x,))

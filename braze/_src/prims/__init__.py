@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     linalg,
     linalg_decomp,
     quantized,
+    quantized_fp,
     random,
     reduce,
     scan,

@@ -6,6 +6,7 @@ import math
 
 from .. import _random
 from .base import Module
+from .quantized import QuantizedEmbedding
 
 __all__ = ["Embedding"]
 
@@ -35,3 +36,11 @@ class Embedding(Module):
             raise ValueError(f"[Embedding.as_linear] Expected input with last dimension "
                              f"{self.weight.shape[1]} (dims), got shape {x.shape}.")
         return x @ self.weight.T
+
+    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+                     quantize_input: bool = False):
+        """A QuantizedEmbedding approximating this layer (inputs are indices: they cannot be
+        quantized)."""
+        if quantize_input:
+            raise ValueError("Quantized input is not supported.")
+        return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

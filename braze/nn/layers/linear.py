@@ -8,6 +8,7 @@ import braze.core as mx
 
 from .. import _random
 from .base import Module
+from .quantized import QQLinear, QuantizedLinear
 
 __all__ = ["Identity", "Linear", "Bilinear"]
 
@@ -53,6 +54,17 @@ class Linear(Module):
         if "bias" in self:
             return mx.addmm(self["bias"], x, w.T)
         return x @ w.T
+
+    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+                     quantize_input: bool = False):
+        """A QuantizedLinear approximating this layer, or with `quantize_input` (modes
+        "nvfp4" and "mxfp8" only) a QQLinear, which rounds its input too."""
+        if not quantize_input:
+            return QuantizedLinear.from_linear(self, group_size, bits, mode)
+        if mode not in ("nvfp4", "mxfp8"):
+            raise ValueError("Quantized activations are only supported for 'nvfp4' and "
+                             f"'mxfp8' modes, got {mode}.")
+        return QQLinear.from_linear(self, group_size, bits, mode)
 
 
 class Bilinear(Module):
