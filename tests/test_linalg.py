@@ -266,3 +266,13 @@ def test_kron_errors_as_mlx():
         mx.kron(mx.array([]), mx.array([1, 2]))
     with pytest.raises(OverflowError, match=r"^\[kron\] Shape dimension 4294967296"):
         mx.kron(mx.zeros(2**16), mx.zeros(2**16))
+
+
+def test_hadamard_transform_errors_and_trivial_sizes():
+    with pytest.raises(ValueError, match=r"^\[hadamard_transform\] Does not support empty"):
+        mx.hadamard_transform(mx.array([]))
+    with pytest.raises(ValueError, match=r"^\[hadamard_transform\] Only sizes n = 2\^k"):
+        mx.hadamard_transform(mx.zeros((2, 12)))
+    assert mx.hadamard_transform(mx.array(5.0), scale=0.2).item() == pytest.approx(1.0)
+    x = mx.ones((3, 1))
+    assert mx.array_equal(mx.hadamard_transform(x), x).item()

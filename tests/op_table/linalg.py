@@ -162,3 +162,18 @@ _case("einsum", lambda a, b: mx.einsum("ij,ij->ij", a, b), lambda a, b: a * b,
 _case("einsum", lambda a, b: mx.einsum("ij,jk->ik", a, b),
       lambda a, b: np.matmul(np.broadcast_to(a, (3, 4)), b), _ins((3, 1), (4, 2)),
       variant="broadcast_size1")
+
+
+# -- hadamard_transform (issue 13): Sylvester's H_n, sizes 2^k ---------------------------------
+def _np_hadamard(x, scale):
+    h = np.ones((1, 1))
+    while h.shape[0] < x.shape[-1]:
+        h = np.block([[h, h], [h, -h]])
+    return (x @ h.T) * (1 / np.sqrt(x.shape[-1]) if scale is None else scale)
+
+
+_case("hadamard_transform", mx.hadamard_transform, lambda x: _np_hadamard(x, None),
+      _ins((3, 8)), dtypes=("float32", "float16"))
+_case("hadamard_transform", lambda x: mx.hadamard_transform(x, scale=0.5),
+      lambda x: _np_hadamard(x, 0.5), _ins((2, 4)), dtypes=("float32", "int32"),
+      out_dtype=lambda dt: "float32", variant="scale")

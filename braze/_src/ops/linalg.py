@@ -7,6 +7,8 @@ arrays (MLX rejects those because it routes them through matmul).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as D
@@ -26,7 +28,8 @@ from ._helpers import (
     check_dims,
 )
 
-__all__ = ["matmul", "addmm", "inner", "outer", "tensordot", "einsum", "kron", "vecdot"]
+__all__ = ["matmul", "addmm", "inner", "outer", "tensordot", "einsum", "kron", "vecdot",
+           "hadamard_transform"]
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -322,6 +325,36 @@ def kron(a, b, *, stream=None) -> array:
     la, lb = _LETTERS[:n], _LETTERS[n:2 * n]
     prod = bind(Einsum(f"{la},{lb}->" + "".join(x + y for x, y in zip(la, lb))), (a, b))
     return _reshape(prod, check_dims(tuple(x * y for x, y in zip(a.shape, b.shape)), "kron"))
+
+
+def hadamard_transform(a, scale=None, stream=None) -> array:
+    """The Walsh-Hadamard transform along the last axis, times `scale` (default 1/sqrt(n)).
+
+    Sylvester's H_n = H_2 (x) H_{n/2} is a butterfly (a + b, a - b) along each of the k axes of
+    the last axis viewed as (2,) * k, a composite whose transforms come for free. Only
+    n = 2^k: MLX also takes m * 2^k for m in (12, 20, 28) with tabulated H_m, which braze lacks.
+    """
+    from .elementwise import add, multiply, subtract
+    from .shape import concatenate, split
+
+    a = _arr(a, "hadamard_transform")
+    if a.size == 0:
+        raise ValueError("[hadamard_transform] Does not support empty arrays.")
+    n = a.shape[-1] if a.ndim else 1
+    if n & (n - 1):
+        raise ValueError(f"[hadamard_transform] Only sizes n = 2^k are supported, got n = {n} "
+                         f"(MLX also supports m*2^k for m in (12, 20, 28)).")
+    scale = 1.0 / math.sqrt(n) if scale is None else float(scale)
+    dt = a.dtype if a.dtype.kind == "f" else D.float32
+    x = astype(a, dt)
+    k = n.bit_length() - 1
+    lead = a.shape[:-1]
+    x = _reshape(x, lead + (2,) * k)
+    for j in range(len(lead), len(lead) + k):
+        lo, hi = split(x, 2, axis=j)
+        x = concatenate([add(lo, hi), subtract(lo, hi)], axis=j)
+    x = _reshape(x, a.shape)
+    return x if scale == 1 else multiply(x, array(scale, dt))
 
 
 def vecdot(a, b, /, *, axis=-1, stream=None) -> array:
