@@ -247,3 +247,12 @@ def test_against_mlx():
                 M.array(v) if isinstance(v, np.ndarray) else v)))
         np.testing.assert_array_equal(res[0], res[2])
         np.testing.assert_array_equal(res[1], res[3])
+
+
+# -- issue 13 ----------------------------------------------------------------------------------
+def test_along_axis_empty_float_indices_select_nothing_as_mlx():
+    a = mx.array([], mx.float32)
+    assert mx.put_along_axis(a, a, a, axis=None).shape == (0,)
+    assert mx.take_along_axis(a, a, axis=0).shape == (0,)
+    with pytest.raises(ValueError, match=r"^\[put_along_axis\] Indices must be integral"):
+        mx.put_along_axis(mx.zeros(3), mx.array([1.0]), mx.array([2.0]), axis=0)

@@ -484,6 +484,8 @@ def take(a, /, indices, axis=None, *, stream=None):
 
 def _along_axis_args(a, indices, axis, op):
     a = as_array(a, op)
+    if type(indices) is array and indices.size == 0 and indices._dtype.kind in "fc":
+        indices = astype(indices, D.int32)  # MLX: empty indices of any number type select nothing
     idx = _to_index_array(indices, op)
     if axis is None:
         a = reshape(a, (-1,))
