@@ -621,3 +621,12 @@ def test_clear_streams_resets_the_threads_key():
     t.start()
     t.join()
     assert here == seen[0]  # back to the key every thread starts from
+
+
+# -- issue 13: empty ranges sample as MLX does, never raise -----------------------------------
+def test_reversed_ranges_follow_mlx():
+    mx.random.seed(3)
+    assert mx.random.randint(5, 2, (4,)).tolist() == [5, 5, 5, 5]  # clipped up to low
+    assert mx.random.truncated_normal(1.0, -1.0, (3,)).tolist() == [1.0, 1.0, 1.0]
+    u = np.asarray(mx.random.uniform(5, 2, (8,)))
+    assert ((u > 2) & (u <= 5)).all()  # MLX's low + (high - low) * [0, 1)

@@ -227,14 +227,6 @@ def _is_real_scalar(x) -> bool:
         x, (bool, np.bool_))
 
 
-def _check_order(lo, hi, op: str, names=("low", "high")) -> None:
-    """low > high given as plain numbers is a mistake braze reports (MLX silently samples
-    from (high, low] instead). Arrays are not checked: that would need their values."""
-    if _is_real_scalar(lo) and _is_real_scalar(hi) and float(lo) > float(hi):
-        raise ValueError(f"[{op}] Expected {names[0]} <= {names[1]}, got {names[0]}={lo!r} "
-                         f"and {names[1]}={hi!r}.")
-
-
 def _fits(shape: tuple, shapes, op: str) -> None:
     """The parameters' shapes must broadcast to the requested shape (MLX's check)."""
     out = _broadcast((shape,) + tuple(shapes), op)
@@ -296,7 +288,6 @@ def uniform(low=0, high=1, shape=(), dtype=D.float32, key=None, stream=None) -> 
     if not D.issubdtype(dtype, D.DtypeCategory.floating):
         raise ValueError(f"[{op}] Can only generate uniform numbers with real floating point "
                          f"type, got {dtype}.")
-    _check_order(low, high, op)
     lo, hi = _to_array(low, op, "low"), _to_array(high, op, "high")
     _prepare(key, stream, op)
     _fits(shape, (lo.shape, hi.shape), op)
@@ -341,7 +332,6 @@ def randint(low, high, shape=(), dtype=D.int32, key=None, stream=None) -> array:
     dtype = _dtype(dtype, op, D.int32)
     if D.issubdtype(dtype, D.DtypeCategory.inexact):
         raise ValueError(f"[{op}] randint only accepts integer dtypes and bool, got {dtype}.")
-    _check_order(low, high, op)
     lo, hi = _to_array(low, op, "low"), _to_array(high, op, "high")
     _prepare(key, stream, op)
     _fits(shape, (lo.shape, hi.shape), op)
@@ -374,7 +364,6 @@ def truncated_normal(lower, upper, shape=None, dtype=D.float32, key=None, stream
     op = "truncated_normal"
     dtype = _dtype(dtype, op)
     _floating(dtype, op)
-    _check_order(lower, upper, op, ("lower", "upper"))
     lower_a, upper_a = _to_array(lower, op, "lower"), _to_array(upper, op, "upper")
     bshape = _broadcast((lower_a.shape, upper_a.shape), op)
     shape = bshape if shape is None else _shape(shape, op)
