@@ -37,6 +37,8 @@ MLX_CRASHES = {
     ("quantized_matmul[t_g32_b3]", "float32"), ("quantized_matmul[nt_g32_b4]", "float32"),
     ("quantized_matmul[vector]", "float32"), ("gather_qmm[experts]", "float32"),
     ("gather_qmm[moe_topk]", "float32"), ("gather_qmm[no_transpose]", "float32"),
+    *{(f"quantized_matmul[{m}{t}]", "float32") for m in ("mxfp4", "nvfp4", "mxfp8")
+      for t in ("", "_nt")}, ("gather_qmm[mxfp8]", "float32"),
 }
 
 
@@ -173,6 +175,12 @@ KNOWN = [
          'quantized_matmul[batched_w] quantized_matmul[nt_g32_b4] '
          'quantized_matmul[t_g32_b3] quantized_matmul[t_g32_b4] quantized_matmul[t_g64_b8]'
          ' quantized_matmul[vector]'),
+    ]),
+    ('MLX limitation: fp-mode quantize of an empty array raises (argmin/reshape of nothing)',
+     [
+        ('empty', 'float32',
+         'quantize[mxfp4_q] quantize[mxfp4_scales] quantize[mxfp8_q] quantize[mxfp8_scales] '
+         'quantize[nvfp4_q] quantize[nvfp4_scales]'),
     ]),
     ('MLX limitation: GatherMM supports float32 only',
      [

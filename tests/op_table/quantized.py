@@ -361,3 +361,104 @@ _case("fast.scaled_dot_product_attention",
       lambda q, k, v, s: _sdpa(q, k, v, scale=0.35, mask="causal", sinks=s),
       lambda q, k, v, s: ref_sdpa(q, k, v, 0.35, "causal", s), _attn("sinks"),
       variant="sinks")
+
+
+# -- floating-point modes ("mxfp4", "nvfp4", "mxfp8") -----------------------------------------
+# Per-group loops written from the formats: an e8m0 scale 2**ceil(log2(max|w| / max code))
+# (MLX 0.32.4's rounding) or an e4m3 scale max|w| / 6, e2m1 codes by nearest value (ties: the
+# smaller magnitude, +0 before -0), e4m3 codes by ml_dtypes (saturated at +-448 first).
+# Products in float32 only: MLX's CPU fp kernels have no float64.
+FP_LUT = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], np.float64)
+FP_MODES = {"mxfp4": (32, 4), "nvfp4": (16, 4), "mxfp8": (32, 8)}
+
+
+def _e4m3(v):
+    v = np.clip(np.asarray(v, np.float32), -448, 448)
+    return v.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+
+
+def _e4m3_value(code):
+    return np.asarray(code, np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+def _group_scale(grp, mode):
+    """(divisor, uint8 code) of one group."""
+    amax = np.float32(np.abs(grp).max())
+    if mode == "nvfp4":
+        code = _e4m3(amax / np.float32(6))
+        return _e4m3_value(code), code
+    e = 0 if amax == 0 else int(np.ceil(np.log2(amax / np.float32(448 if mode == "mxfp8"
+                                                                     else 6))))
+    return 2.0 ** e, np.uint8(e + 127)
+
+
+def ref_fp_quantize(w, mode):
+    gs, bits = FP_MODES[mode]
+    rows = w.astype(np.float32).reshape(-1, w.shape[-1])
+    codes = np.zeros(rows.shape, np.uint8)
+    scales = np.zeros((rows.shape[0], w.shape[-1] // gs), np.uint8)
+    for r, g in np.ndindex(scales.shape):
+        grp = rows[r, g * gs:(g + 1) * gs]
+        div, scales[r, g] = _group_scale(grp, mode)
+        q = grp / div if div else np.full(gs, np.nan)
+        if bits == 8:
+            codes[r, g * gs:(g + 1) * gs] = _e4m3(q)
+        else:
+            d = np.abs(np.nan_to_num(q, nan=0.0)[:, None] - FP_LUT[None])
+            codes[r, g * gs:(g + 1) * gs] = np.argmin(d, axis=1)
+    if bits == 4:
+        nib = codes.reshape(rows.shape[0], -1, 8).astype(np.uint64)
+        words = (nib << (4 * np.arange(8, dtype=np.uint64))).sum(-1).astype(np.uint32)
+    else:
+        words = codes.view("<u4").astype(np.uint32)
+    lead = w.shape[:-1]
+    return words.reshape(lead + (-1,)), scales.reshape(lead + (-1,))
+
+
+def ref_fp_dequantize(q, s, mode):
+    gs, bits = FP_MODES[mode]
+    by = np.ascontiguousarray(q.astype("<u4")).view(np.uint8).reshape(q.shape[:-1] + (-1,))
+    if bits == 4:
+        codes = np.stack([by & 15, by >> 4], -1).reshape(by.shape[:-1] + (-1,))
+        vals = FP_LUT[codes]
+    else:
+        vals = _e4m3_value(by)
+    sc = _e4m3_value(s) if mode == "nvfp4" else 2.0 ** (s.astype(np.float64) - 127)
+    vals = vals.reshape(s.shape + (gs,)) * sc[..., None]
+    return vals.reshape(q.shape[:-1] + (-1,))
+
+
+def _fp_quantized(rng, shape, mode):
+    return ref_fp_quantize(gen(rng, shape, "float32"), mode)
+
+
+for _mode in FP_MODES:
+    for _k, _part in enumerate(("q", "scales")):
+        _case("quantize", lambda w, m=_mode, k=_k: mx.quantize(w, mode=m)[k],
+              lambda w, m=_mode, k=_k: ref_fp_quantize(w, m)[k],
+              lambda rng, dt: (gen(rng, (3, 64), dt) * 4,), dtypes=("float32",), exact=True,
+              differentiable=False, ref_float64=False,
+              out_dtype=lambda dt, k=_k: ("uint32", "uint8")[k], variant=f"{_mode}_{_part}")
+    _case("dequantize", lambda q, s, m=_mode: mx.dequantize(q, s, mode=m, dtype=mx.float32),
+          lambda q, s, m=_mode: ref_fp_dequantize(q, s, m),
+          lambda rng, dt, m=_mode: _fp_quantized(rng, (2, 3, 64), m), exact=True,
+          dtypes=("float32",), differentiable=False, out_dtype=lambda dt: "float32",
+          variant=_mode)
+    _case("quantized_matmul",
+          lambda x, q, s, m=_mode: mx.quantized_matmul(x, q, s, mode=m),
+          lambda x, q, s, m=_mode: x @ np.swapaxes(ref_fp_dequantize(q, s, m), -1, -2),
+          lambda rng, dt, m=_mode: (gen(rng, (2, 3, 64), dt),) + _fp_quantized(rng, (5, 64), m),
+          grad_inputs=(0,), rtol=1e-4, atol=1e-4, dtypes=("float32",), variant=_mode)
+    _case("quantized_matmul",
+          lambda x, q, s, m=_mode: mx.quantized_matmul(x, q, s, transpose=False, mode=m),
+          lambda x, q, s, m=_mode: x @ ref_fp_dequantize(q, s, m),
+          lambda rng, dt, m=_mode: (gen(rng, (3, 6), dt),) + _fp_quantized(rng, (6, 64), m),
+          grad_inputs=(0,), rtol=1e-4, atol=1e-4, dtypes=("float32",),
+          variant=f"{_mode}_nt")
+_case("gather_qmm",
+      lambda x, q, s, ri: mx.gather_qmm(x, q, s, rhs_indices=ri, mode="mxfp8"),
+      lambda x, q, s, ri: ref_gather_mm(x, np.swapaxes(ref_fp_dequantize(q, s, "mxfp8"), -1, -2),
+                                        None, ri),
+      lambda rng, dt: ((gen(rng, (4, 2, 64), dt),) + _fp_quantized(rng, (3, 8, 64), "mxfp8")
+                       + (rng.integers(0, 3, size=(4,)).astype(np.uint32),)),
+      grad_inputs=(0,), rtol=1e-4, atol=1e-4, dtypes=("float32",), variant="mxfp8")
