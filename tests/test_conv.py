@@ -197,3 +197,14 @@ def test_matches_mlx_when_available():
     a = mx.conv_general(mx.array(x), mx.array(w), **kw)
     b = mlx.conv_general(mlx.array(x), mlx.array(w), **kw)
     np.testing.assert_allclose(np.asarray(a), np.array(b), rtol=1e-4, atol=1e-4)
+
+
+# -- convolve (issue 13) -----------------------------------------------------------------------
+@pytest.mark.parametrize("a, v, mode, msg", [
+    (np.zeros((2, 2)), np.ones(2), "full", r"^\[convolve\] Inputs must be 1D"),
+    (np.zeros(0), np.ones(2), "full", r"^\[convolve\] Inputs cannot be empty"),
+    (np.ones(3), np.ones(2), "middle", r"^\[convolve\] Invalid mode"),
+])
+def test_convolve_errors(a, v, mode, msg):
+    with pytest.raises(ValueError, match=msg):
+        mx.convolve(mx.array(a), mx.array(v), mode)

@@ -148,3 +148,10 @@ _TRANSPOSE = [
 for _name, _v, _xs, _ws, _kw in _TRANSPOSE:
     _case(_name, _v, lambda x, w, f=getattr(mx, _name), kw=_kw: f(x, w, **kw),
           lambda x, w, kw=_kw: conv_transpose_loop(x, w, **kw), _xs, _ws)
+
+# -- convolve (issue 13): NumPy's 1-D convolution, every mode, the longer input either side ----
+for _mode in ("full", "same", "valid"):
+    _case("convolve", _mode, lambda a, v, _m=_mode: mx.convolve(a, v, _m),
+          lambda a, v, _m=_mode: np.convolve(a, v, _m), (7,), (3,))
+_case("convolve", "swapped", lambda a, v: mx.convolve(a, v, "same"),
+      lambda a, v: np.convolve(a, v, "same"), (2,), (5,))

@@ -17,7 +17,7 @@ from ..prims.conv import Convolution
 from ._helpers import as_array, astype
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
-           "conv_transpose2d", "conv_transpose3d"]
+           "conv_transpose2d", "conv_transpose3d", "convolve"]
 
 
 def _int(v, name, op):
@@ -181,3 +181,25 @@ def conv_transpose3d(input, weight, /, stride=1, padding=0, dilation=1, output_p
     """3D transposed convolution: input (N, D, H, W, C_in), weight (C_out, KD, KH, KW, C_in)."""
     return _conv_transpose(3, "conv_transpose3d", input, weight, stride, padding, dilation,
                            output_padding, groups)
+
+
+def convolve(a, v, /, mode="full", *, stream=None):
+    """NumPy's 1-D discrete convolution (the filter flipped); the longer input is the signal.
+    A composite over conv1d: the full result, then cut to 'same' or 'valid'."""
+    from .shape import flip, reshape
+
+    a, v = as_array(a, "convolve"), as_array(v, "convolve")
+    if a.ndim != 1 or v.ndim != 1:
+        raise ValueError("[convolve] Inputs must be 1D.")
+    if a.size == 0 or v.size == 0:
+        raise ValueError("[convolve] Inputs cannot be empty.")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError("[convolve] Invalid mode.")
+    if v.size > a.size:
+        a, v = v, a
+    n, m = a.size, v.size
+    full = conv1d(reshape(a, (1, n, 1)), reshape(flip(v), (1, m, 1)), padding=m - 1)
+    full = reshape(full, (n + m - 1,))
+    start, size = {"full": (0, n + m - 1), "same": ((m - 1) // 2, n),
+                   "valid": (m - 1, n - m + 1)}[mode]
+    return full if size == n + m - 1 else full[start:start + size]
