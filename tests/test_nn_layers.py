@@ -699,3 +699,79 @@ def test_matches_mlx_nn(name, make, shapes):
     else:
         a, b = ours(*[mx.array(x) for x in xs]), theirs(*[M.array(x) for x in xs])
     np.testing.assert_allclose(np.asarray(a), np.array(b), rtol=1e-4, atol=1e-5)
+
+
+# -- quantized layers -------------------------------------------------------------------------
+def test_nn_quantize_replaces_linear_and_embedding():
+    m = nn.Sequential(nn.Embedding(5, 64), nn.ReLU(), nn.Linear(64, 32))
+    nn.quantize(m, class_predicate=lambda _, m: isinstance(m, nn.Linear))
+    assert isinstance(m.layers[0], nn.Embedding)
+    assert isinstance(m.layers[2], nn.QuantizedLinear)
+    nn.quantize(m, mode="mxfp4")
+    assert isinstance(m.layers[0], nn.QuantizedEmbedding)
+    assert m.layers[0].scales.dtype == mx.uint8 and m.layers[0].get("biases") is None
+    y = m(mx.array([0, 3, 4]))
+    assert y.shape == (3, 32)
+    with pytest.raises(ValueError, match="bool or a dict"):
+        nn.quantize(nn.Sequential(nn.Linear(64, 8)), class_predicate=lambda *_: 3)
+    with pytest.raises(ValueError, match="Quantized input"):
+        nn.quantize(nn.Sequential(nn.Embedding(5, 64)), mode="mxfp8", quantize_input=True)
+
+
+def test_quantized_linear_matches_dequantized_weights():
+    lin = nn.Linear(64, 8)
+    for mode, gs, bits in (("affine", 32, 8), ("nvfp4", None, None), ("mxfp8", None, None)):
+        q = lin.to_quantized(group_size=gs, bits=bits, mode=mode)
+        parts = [q.weight, q.scales] + ([q.biases] if mode == "affine" else [])
+        w = mx.dequantize(*parts, group_size=q.group_size, bits=q.bits, mode=mode,
+                          dtype=mx.float32)
+        x = mx.random.normal((3, 64), key=mx.random.key(0))
+        np.testing.assert_allclose(np.array(q(x)), np.array(x @ w.T + lin.bias), rtol=1e-5,
+                                   atol=1e-5)
+        assert list(q.trainable_parameters()) == ["bias"]  # MLX: the copied bias trains
+    qlin = lin.to_quantized()
+    qlin.unfreeze(keys=["scales"])
+    assert "scales" in qlin.trainable_parameters()
+
+
+def test_quantized_embedding_lookup_and_as_linear():
+    emb = nn.Embedding(16, 64)
+    q = nn.QuantizedEmbedding.from_embedding(emb, bits=8)
+    idx = mx.array([1, 5, 5, 0])
+    assert float(mx.abs(emb(idx) - q(idx)).max()) <= float(q.scales.max())
+    x = mx.random.normal((2, 64), key=mx.random.key(1))
+    np.testing.assert_allclose(np.array(q.as_linear(x)), np.array(emb.as_linear(x)), atol=0.05)
+
+
+def test_qqlinear_train_and_eval_forms():
+    lin = nn.Linear(32, 4, bias=False)
+    qq = lin.to_quantized(mode="mxfp8", quantize_input=True)
+    assert isinstance(qq, nn.QQLinear) and qq.weight.dtype == mx.float32
+    x = mx.random.normal((2, 32), key=mx.random.key(2))
+    y_train = qq(x)
+    g = mx.grad(lambda w: mx.qqmm(x, w, mode="mxfp8").sum())(qq.weight)
+    assert g.shape == qq.weight.shape
+    qq.eval()
+    assert qq.weight.dtype == mx.uint32 and qq.scales.dtype == mx.uint8
+    np.testing.assert_allclose(np.array(qq(x)), np.array(y_train), rtol=1e-6, atol=1e-6)
+    qq.train()
+    assert qq.weight.dtype == mx.bfloat16 and "scales" not in qq  # MLX: dequantize default
+    with pytest.raises(ValueError, match="nvfp4"):
+        lin.to_quantized(mode="mxfp4", quantize_input=True)
+
+
+def test_sharded_linear_layers_on_one_process():
+    lin = nn.Linear(64, 32)
+    x = mx.random.normal((3, 64), key=mx.random.key(3))
+    for sharding in ("all-to-sharded", "sharded-to-all"):
+        s = nn.layers.distributed.shard_linear(lin, sharding)
+        np.testing.assert_allclose(np.array(s(x)), np.array(lin(x)), rtol=1e-5, atol=1e-5)
+        q = lin.to_quantized(bits=4)
+        sq = nn.layers.distributed.shard_linear(q, sharding)
+        assert sq.weight.shape == q.weight.shape
+        np.testing.assert_allclose(np.array(sq(x)), np.array(q(x)), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="not supported"):
+        nn.layers.distributed.shard_linear(lin, "rows")
+    m = nn.Linear(64, 32)
+    nn.layers.distributed.shard_inplace(m, "all-to-sharded")
+    assert m.weight.shape == (32, 64)
