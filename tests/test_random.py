@@ -630,3 +630,9 @@ def test_reversed_ranges_follow_mlx():
     assert mx.random.truncated_normal(1.0, -1.0, (3,)).tolist() == [1.0, 1.0, 1.0]
     u = np.asarray(mx.random.uniform(5, 2, (8,)))
     assert ((u > 2) & (u <= 5)).all()  # MLX's low + (high - low) * [0, 1)
+
+
+def test_categorical_without_samples_is_empty():
+    out = mx.random.categorical(mx.zeros((20,)), num_samples=0)
+    assert out.shape == (0,) and out.dtype == mx.uint32
+    assert mx.random.categorical(mx.zeros((3, 4)), shape=(0, 3)).shape == (0, 3)

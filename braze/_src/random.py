@@ -430,6 +430,8 @@ def categorical(logits, axis: int = -1, shape=None, num_samples=None, key=None,
     offset = ax + len(shape) - logits.ndim + 1
     gshape = shape[:offset] + (logits.shape[ax],) + shape[offset:]
     g = _gumbel(gshape, D.float32, _resolve_key(key, op), op)
+    if 0 in shape:  # no samples (num_samples=0): MLX's empty result, where argmax refuses
+        return astype(g.sum(axis=offset), D.uint32)
     return argmax(add(g, logits), axis=offset)
 
 
