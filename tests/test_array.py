@@ -568,3 +568,17 @@ def test_async_eval_refuses_transformations():
         with pytest.raises(ValueError, match=r"^\[async_eval\] Not allowed"):
             t(mx.ones((2,)))
     mx.async_eval(mx.array(1) + 1)  # outside a transformation: an eval
+
+
+def test_synchronize_frees_dropped_multi_output_siblings():
+    gc.collect()
+    before = mx.get_active_memory()
+
+    def fun():
+        a = mx.zeros((1 << 18,))
+        mx.eval(a)
+        b, c = mx.divmod(a, a)  # siblings point at each other: a reference cycle
+        del b, c
+    fun()
+    mx.synchronize()
+    assert mx.get_active_memory() == before

@@ -845,3 +845,110 @@ def test_custom_function_as_method_and_nested():
     inner.vjp(lambda p, c, o: c * 3)
     outer = mx.custom_function(inner)
     close(mx.grad(lambda a: outer(a))(mx.array(1.0)), 3)
+
+
+# -- MLX behaviours from its test_autograd / test_vmap (issue 13) ------------------------------
+def test_grad_fills_the_callers_lists_in_place():
+    def fun(arrs):
+        arrs[1] = sum(arrs)
+        return arrs[1]
+    arrs = [mx.array(1.0), mx.array(1.0), mx.array(1.0)]
+    a0, a1, a2 = arrs
+    assert [g.item() for g in mx.grad(fun)(arrs)] == [1.0, 1.0, 1.0]
+    assert arrs[0] is a0 and arrs[2] is a2 and arrs[1] is not a1  # what fun stored stays
+    model = {"w": mx.array(0.0), "b": [mx.array(1.0)]}
+
+    def loss(m):
+        m["b"][0] = mx.array(2.0)
+        return m["w"]
+    mx.grad(loss)(model)
+    assert model["b"][0].item() == 2.0 and not model["w"]._tracer
+    with pytest.raises(RuntimeError):
+        mx.grad(lambda m: (_ for _ in ()).throw(RuntimeError("x")))([mx.array(1.0)])
+
+
+def test_jvp_of_comparisons_has_the_tangent_dtype():
+    x = mx.array([1.0, -2.0, 3.0])
+    for op in (mx.greater, mx.less, mx.equal, mx.not_equal):
+        _, (t,) = mx.jvp(lambda a, _op=op: _op(a, 0.0), [x], [mx.ones_like(x)])
+        assert t.dtype == mx.float32 and t.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("fun,args", [
+    (lambda x, i: mx.take(x, i), ([1.0, 2.0, 3.0, 4.0], [1, 3])),
+    (lambda x, i: mx.take_along_axis(x, i, axis=0), ([[1.0], [2.0]], [[1]])),
+    (lambda x, i, u: x.at[i].add(u), ([1.0, 2.0, 3.0], [0, 2], [5.0, 6.0])),
+    (lambda x, i, u: mx.put_along_axis(x, i, u, axis=0), ([[1.0], [2.0]], [[1]], [[5.0]])),
+])
+def test_vjp_through_indices_needs_stop_gradient(fun, args):
+    arrs = [mx.array(a) for a in args]
+    out = fun(*arrs)
+    with pytest.raises(ValueError, match=r"^\[\w+\] Cannot calculate VJP with respect to indic"):
+        mx.vjp(fun, arrs, [mx.ones_like(out)])
+    # the same indices built inside the function, through stop_gradient: fine
+    w = mx.array([4.0, 3.0, 2.0, 1.0])
+    g = mx.grad(lambda w: mx.take(w, mx.stop_gradient(mx.argsort(w)[:2])).sum())(w)
+    assert g.tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
+def test_complex_products_vjp_is_conj_other_times_cotangent():
+    p = mx.random.normal((2, 20), dtype=mx.complex64, key=mx.random.key(3))
+    c = mx.random.normal((20,), dtype=mx.complex64, key=mx.random.key(4))
+    want = mx.stack([mx.conj(p[1]) * c, mx.conj(p[0]) * c])
+    _, (v,) = mx.vjp(lambda x: x.prod(axis=0), [p], [c])
+    _, vm = mx.vjp(mx.multiply, [p[0], p[1]], [c])
+    assert mx.array_equal(v, want).item() and mx.array_equal(mx.stack(vm), want).item()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: mx.sort(a), lambda a: mx.partition(a, 2), lambda a: mx.topk(a, 2),
+    lambda a: mx.cummax(a, axis=0), lambda a: mx.cummin(a, axis=0, reverse=True),
+    lambda a: mx.cummax(a, axis=0, inclusive=False)])
+def test_second_order_through_permutations(fn):
+    x, v = mx.array([3.0, 1.0, 2.0, 5.0]), mx.array([1.0, -2.0, 0.5, 1.5])
+    f = lambda a: mx.sum(fn(a) ** 2)  # noqa: E731
+    hvp = mx.grad(lambda a: mx.sum(mx.grad(f)(a) * v))(x)
+    # f is 0.5 * a^T D a locally (D diagonal: 2 where an element is used, by its multiplicity)
+    d = mx.grad(f)(mx.ones_like(x) * 0 + x) / x
+    close(hvp, d * v)
+
+
+def test_cummax_vjp_is_a_scatter_add():
+    g = mx.grad(lambda a: mx.sum(mx.cummax(a) ** 2))(mx.array([3.0, 1.0, 2.0, 5.0]))
+    assert g.tolist() == [18.0, 0.0, 0.0, 10.0]  # exact: 3 * (2 * 3) and 2 * 5
+
+
+def test_vmap_dict_in_axes_and_one_output_axes():
+    tree = {"a": mx.ones((2, 4)), "b": (mx.ones((4, 2)), mx.ones((4, 2)))}
+    out = mx.vmap(lambda t: t["a"] + t["b"][0].T * t["b"][1].T,
+                  in_axes={"a": 0, "b": (1, 1)})(tree)
+    assert out.shape == (2, 4)
+    with pytest.raises(ValueError, match=r"^\[vmap\]"):
+        mx.vmap(lambda t: t["a"], in_axes={"a": 0, "b": ((0, 0), 0)})(tree)
+    with pytest.raises(ValueError, match=r"^\[vmap\] in_axes has 1 entries"):
+        mx.vmap(lambda t, u: t["a"], in_axes={"a": 0, "b": 0})(tree, tree)
+    a = mx.ones((2, 3, 4))
+    assert mx.vmap(lambda x: x.sum(-1), in_axes=(1,), out_axes=(1,))(a).shape == (2, 3)
+    with pytest.raises(ValueError, match=r"^\[vmap\]"):
+        mx.vmap(lambda x: x, out_axes=(0, 1))(a)
+
+
+def test_vmap_of_in_place_updates():
+    def scatter(a, idx):
+        a[idx] = mx.array(1.0)
+        return a
+    assert mx.vmap(scatter)(mx.zeros((3, 4)), mx.array([0, 1, 2])).tolist() == \
+        mx.eye(3, 4).tolist()
+
+    def add_at(a):
+        return a.at[mx.array(0)].add(mx.array(1.0))
+    a = mx.array([[1.0, 2.0, 3.0], [2.0, 3.0, 4.0]])
+    assert mx.vmap(add_at, in_axes=(1,), out_axes=1)(a).tolist() == [[2, 3, 4], [2, 3, 4]]
+
+    def masked(x, m, src):
+        x[m] = src
+        return x
+    out = mx.vmap(masked, in_axes=(0, 0, None))(
+        mx.array([[0, 0, 0], [5, 5, 5]]), mx.array([[True, False, True], [False, True, True]]),
+        mx.array([9, 8]))
+    assert out.tolist() == [[9, 0, 8], [5, 9, 8]]

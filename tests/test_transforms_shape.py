@@ -502,14 +502,19 @@ def test_setitem_on_the_traced_argument():
 # -- indices computed inside the traced function; nested grads ---------------------------------
 def test_indices_from_traced_values():
     x = f64([1.0, 5.0, 3.0])
-    np.testing.assert_array_equal(np.asarray(mx.grad(lambda a: 2 * a[mx.argmax(a)])(x)),
-                                  [0, 2, 0])
+    # as in MLX, indices computed from the differentiated input need stop_gradient under vjp
+    with pytest.raises(ValueError, match=r"^\[gather\] Cannot calculate VJP.*stop_gradient"):
+        mx.grad(lambda a: 2 * a[mx.argmax(a)])(x)
+    np.testing.assert_array_equal(
+        np.asarray(mx.grad(lambda a: 2 * a[mx.stop_gradient(mx.argmax(a))])(x)), [0, 2, 0])
+    # jvp: braze gives the indices a zero tangent (MLX raises here too)
     _, t = mx.jvp(lambda a: a[mx.argmax(a)], [x], [f64([1.0, 2.0, 3.0])])
     assert t[0].item() == 2.0
     xb = f64([[1.0, 5.0, 3.0], [7.0, 0.0, 1.0]])
     np.testing.assert_array_equal(np.asarray(mx.vmap(lambda a: a[mx.argmax(a)])(xb)), [5, 7])
     np.testing.assert_array_equal(
-        np.asarray(mx.vmap(mx.grad(lambda a: a[mx.argmax(a)]))(xb)), [[0, 1, 0], [1, 0, 0]])
+        np.asarray(mx.vmap(mx.grad(lambda a: a[mx.stop_gradient(mx.argmax(a))]))(xb)),
+        [[0, 1, 0], [1, 0, 0]])
 
 
 def test_grad_of_grad_through_gather_and_scatter():

@@ -7,6 +7,7 @@ device type exists, as in MLX without a GPU backend: it can be named, never used
 from __future__ import annotations
 
 import enum
+import gc
 import os
 import platform
 import threading
@@ -305,8 +306,15 @@ def stream(s) -> StreamContext:
 
 
 def synchronize(stream=None) -> None:
-    """Wait for the work queued on `stream`. braze evaluates synchronously: nothing to wait for."""
+    """Wait for the work queued on `stream`. braze evaluates synchronously: nothing to wait for.
+
+    It does collect young reference cycles (cheap: generations 0 and 1). The outputs of a
+    multi-output node point at each other, so siblings dropped unevaluated (`b, c = divmod(a,
+    a); del b, c`) keep their inputs' buffers until the cycle collector runs, where MLX frees
+    them with the last handle; by a synchronize they are gone in braze too.
+    """
     to_stream(stream, "synchronize")
+    gc.collect(1)
 
 
 def device_count(device_type) -> int:

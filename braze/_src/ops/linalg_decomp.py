@@ -290,7 +290,7 @@ def solve(a, b, *, stream=None) -> array:
         return solve(a, S.expand_dims(b, -1))[..., 0]
     a, b = _broadcast_batch(a, b)
     rows, low, up = lu(a)
-    perm = S.expand_dims(O.argsort(rows, axis=-1), -1)
+    perm = E.stop_gradient(S.expand_dims(O.argsort(rows, axis=-1), -1))  # indices: no gradient
     pb = I.take_along_axis(b, perm, axis=-2)
     y = solve_triangular(low, pb, upper=False)
     return solve_triangular(up, y, upper=True)

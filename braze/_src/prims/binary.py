@@ -116,8 +116,20 @@ ADD = make_elementwise("Add", np.add, "same", "({0} + {1})",
                        d=(lambda t, a, b, o: t, lambda t, a, b, o: t), **_B)
 SUBTRACT = make_elementwise("Subtract", _subtract, "same", "({0} - {1})",
                             d=(lambda t, a, b, o: t, lambda t, a, b, o: -t), **_B)
+def _multiply_vjp(self, primals, cotangents, argnums, outputs):
+    # conj(other) * g, in that order: NumPy's complex multiply (fused multiply-adds) is not
+    # bitwise commutative, and MLX's gradients equal exactly `conj(b) * g` (its test checks)
+    g = cotangents[0]
+    res = []
+    for i in argnums:
+        other = primals[1 - i]
+        res.append(ops.multiply(ops.conj(other) if other.dtype is D.complex64 else other, g))
+    return res
+
+
 MULTIPLY = make_elementwise("Multiply", np.multiply, "same", "({0} * {1})",
-                            d=(lambda t, a, b, o: t * b, lambda t, a, b, o: t * a), **_B)
+                            d=(lambda t, a, b, o: t * b, lambda t, a, b, o: t * a),
+                            vjp=_multiply_vjp, **_B)
 DIVIDE = make_elementwise("Divide", np.divide, "same", "({0} / {1})",
                           d=(lambda t, a, b, o: t / b, lambda t, a, b, o: -(t * o) / b), **_B)
 FLOOR_DIVIDE = make_elementwise("FloorDivide", _floor_divide, "same", "floordiv({0}, {1})",

@@ -85,6 +85,13 @@ def _nd_index(x_shape, idx, axes, slice_sizes):
     return tuple(out), ishape
 
 
+def _index_vjp_error(op: str) -> ValueError:
+    # as MLX: indices have no gradient, and asking for one is an error rather than zeros (a
+    # rule that builds indices from its inputs wraps them in stop_gradient)
+    return ValueError(f"[{op}] Cannot calculate VJP with respect to indices. Use stop_gradient "
+                      "on indices to stop gradients from being computed.")
+
+
 @dataclass(frozen=True)
 class Gather(Primitive):
     """out[i..., s...] = x[idx_0[i...] + s_a0, ..., s_other]: shape idx_shape + slice_sizes."""
@@ -122,7 +129,7 @@ class Gather(Primitive):
                 out.append(bind(Scatter("sum", self.axes),
                                 (ops.zeros_like(x), *indices, cotangents[0])))
             else:
-                out.append(ops.zeros_like(primals[i]))
+                raise _index_vjp_error("gather")
         return out
 
     def jvp(self, primals, tangents, argnums):
@@ -173,7 +180,7 @@ class GatherAxis(Primitive):
                 out.append(bind(ScatterAxis("sum", self.axis),
                                 (ops.zeros_like(x), idx, cotangents[0])))
             else:
-                out.append(ops.zeros_like(idx))
+                raise _index_vjp_error("gather_axis")
         return out
 
     def jvp(self, primals, tangents, argnums):
@@ -274,7 +281,7 @@ class Scatter(Primitive):
                     g = self._gather(ops.multiply(ct, x), indices, u, x)
                     out.append(sum_to_shape(ops.multiply(g, others), updates.shape))
                 else:
-                    out.append(ops.zeros_like(primals[i]))
+                    raise _index_vjp_error("scatter")
             return out
         out = []
         for i in argnums:
@@ -292,7 +299,7 @@ class Scatter(Primitive):
                     g = ops.where(won, g, ops.zeros_like(g))
                 out.append(sum_to_shape(g, updates.shape))
             else:
-                out.append(ops.zeros_like(primals[i]))
+                raise _index_vjp_error("scatter")
         return out
 
     def jvp(self, primals, tangents, argnums):
@@ -395,7 +402,7 @@ class ScatterAxis(Primitive):
                     g = ops.where(won, g, ops.zeros_like(g))
                 out.append(g)
             else:
-                out.append(ops.zeros_like(idx))
+                raise _index_vjp_error("scatter_axis")
         return out
 
     def jvp(self, primals, tangents, argnums):
@@ -445,7 +452,8 @@ class MaskedScatter(Primitive):
         takes: the running count of True positions before it, cycled as np.resize does."""
         m = ops.astype(mask, D.int32)
         pos = ops.cumsum(m, axis=-1) - 1
-        return ops.remainder(ops.maximum(pos, 0), max(nvalues, 1))
+        # indices carry no gradient (the mask may come from the differentiated input)
+        return ops.stop_gradient(ops.remainder(ops.maximum(pos, 0), max(nvalues, 1)))
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x, mask, values = primals

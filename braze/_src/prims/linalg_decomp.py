@@ -507,7 +507,7 @@ class LUF(_Batched):
         self._check(a, "jvp")
         lu, _, rows = bind(self, (a,))
         low, up = self._factors(lu)
-        perm = ops.expand_dims(ops.argsort(rows, axis=-1), -1)
+        perm = ops.stop_gradient(ops.expand_dims(ops.argsort(rows, axis=-1), -1))
         x = ops.take_along_axis(tangents[0], perm, axis=-2)
         y = _mm(_tri_inv(low, False), x, _tri_inv(up, True))
         return [_mm(low, ops.tril(y, -1)) + _mm(ops.triu(y), up), None, None]
@@ -519,4 +519,5 @@ class LUF(_Batched):
         g = cotangents[0]
         ybar = ops.tril(_mm(_T(low), ops.tril(g, -1)), -1) + ops.triu(_mm(ops.triu(g), _T(up)))
         z = _mm(_T(_tri_inv(low, False)), ybar, _T(_tri_inv(up, True)))
-        return [ops.take_along_axis(z, ops.expand_dims(rows, -1).astype(D.int32), axis=-2)]
+        rows = ops.stop_gradient(ops.expand_dims(rows, -1).astype(D.int32))  # no gradient
+        return [ops.take_along_axis(z, rows, axis=-2)]

@@ -156,7 +156,10 @@ class Reduce(Primitive):
         if rt == "sum":
             return [broadcast_like(g, x)]  # shape-following in shapeless traces
         if rt == "prod":
-            return [ops.multiply(g, _others_product(x, self.axes))]
+            others = _others_product(x, self.axes)
+            if x.dtype.kind == "c":  # MLX's complex convention: conj(d/dx) times the cotangent
+                others = ops.conj(others)
+            return [ops.multiply(others, g)]
         w = _extremum_weights(x, _cast_like(outputs[0], x), self.axes, x.dtype)
         return [ops.multiply(g, w)]
 

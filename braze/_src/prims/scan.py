@@ -207,26 +207,17 @@ def _source(x, out, ax, rev):
 
 
 def _extremum_vjp(x, out, g, ax, rev):
-    # each output's cotangent goes to its source; the sources' segments are contiguous, so a
-    # source receives a difference of cumulative sums of g
-    n = x.shape[ax]
-    mask, pos, _ = _source(x, out, ax, rev)
-    if rev:  # segment of source j: (previous source, j]
-        c = _scan("sum", ax, False, True, g)
-        prev = ops.maximum(_scan("max", ax, False, False, ops.where(mask, pos, -1)), -1)
-        padded = ops.concatenate([_unit(c, ax), c], axis=ax)
-        seg = ops.subtract(c, ops.take_along_axis(padded, ops.add(prev, 1), axis=ax))
-    else:  # segment of source j: [j, next source)
-        c = _scan("sum", ax, True, True, g)
-        nxt = ops.minimum(_scan("min", ax, True, False, ops.where(mask, pos, n)), n)
-        padded = ops.concatenate([c, _unit(c, ax)], axis=ax)
-        seg = ops.subtract(c, ops.take_along_axis(padded, nxt, axis=ax))
-    return ops.where(mask, seg, 0)
+    # each output's cotangent is scatter-added to its source, as MLX does (differences of
+    # cumulative sums would cancel and round); the sources are constant near x, so their
+    # indices carry no gradient (second-order gradients go through g only)
+    from .indexing import ScatterAxis
+    _, _, idx = _source(x, out, ax, rev)
+    return bind(ScatterAxis("sum", ax), (ops.zeros_like(g), ops.stop_gradient(idx), g))
 
 
 def _extremum_jvp(x, out, t, ax, rev):
     _, _, idx = _source(x, out, ax, rev)
-    return ops.take_along_axis(t, idx, axis=ax)
+    return ops.take_along_axis(t, ops.stop_gradient(idx), axis=ax)
 
 
 def _log_parts(v):

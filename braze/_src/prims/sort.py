@@ -40,6 +40,12 @@ def _permutation_vjp(perm, g, axis):
     return ops.put_along_axis(ops.zeros_like(g), perm, g, axis=axis)
 
 
+def _perm(prim, x):
+    """The permutation a sort applies: locally constant in x, so it carries no gradient (as in
+    MLX; a gradient through gather/scatter indices is an error)."""
+    return ops.stop_gradient(bind(prim, (x,)))
+
+
 def _vmap(prim, inputs, axes, **params):
     x, bax = inputs[0], axes[0]
     if bax is None:
@@ -63,11 +69,11 @@ class Sort(Primitive):
         return [np.sort(x, axis=self.axis, kind="stable")]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        perm = bind(ArgSort(self.axis), (primals[0],))
+        perm = _perm(ArgSort(self.axis), primals[0])
         return [_permutation_vjp(perm, cotangents[0], self.axis)]
 
     def jvp(self, primals, tangents, argnums):
-        perm = bind(ArgSort(self.axis), (primals[0],))
+        perm = _perm(ArgSort(self.axis), primals[0])
         return [ops.take_along_axis(tangents[0], perm, axis=self.axis)]
 
     def vmap(self, inputs, axes):
@@ -107,11 +113,11 @@ class Partition(Primitive):
         return [np.take_along_axis(x, idx, axis=self.axis)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        perm = bind(ArgPartition(self.kth, self.axis), (primals[0],))
+        perm = _perm(ArgPartition(self.kth, self.axis), primals[0])
         return [_permutation_vjp(perm, cotangents[0], self.axis)]
 
     def jvp(self, primals, tangents, argnums):
-        perm = bind(ArgPartition(self.kth, self.axis), (primals[0],))
+        perm = _perm(ArgPartition(self.kth, self.axis), primals[0])
         return [ops.take_along_axis(tangents[0], perm, axis=self.axis)]
 
     def vmap(self, inputs, axes):

@@ -96,6 +96,8 @@ def _dependent_tape(outputs, tracers, kind):
     for a, ins in order:
         if a._prim is None or not any(id(x) in dep for x in ins):
             continue
+        if kind == "vjp" and a._prim.name == "StopGradient":
+            continue  # as in MLX, its output depends on nothing: indices may be built from it
         for o in _node_outputs(a):
             dep.add(id(o))
         key = _node_key(a)
@@ -160,6 +162,7 @@ def forward(outputs, tracers, tangents, op="jvp"):
     """Tangents of `outputs` given tangents of `tracers` (zeros where independent)."""
     tape, _ = _dependent_tape(outputs, tracers, "jvp")
     tans = {id(t): v for t, v in zip(tracers, tangents)}
+    zero_dtype = {}  # id(output) -> dtype of its zero tangent (that of the incoming tangent)
     for a in tape:
         outs = _node_outputs(a)
         ins = walked_inputs(a, "jvp")
@@ -168,7 +171,12 @@ def forward(outputs, tracers, tangents, op="jvp"):
             continue
         prim = a._prim
         if not prim.differentiable:
-            continue  # zero tangents: left absent, filled in only where an output needs one
+            # zero tangents: left absent, filled in only where an output needs one, in the
+            # dtype of the tangent coming in (MLX: `a > 0` has a float tangent, not a bool)
+            dt = tans[id(ins[argnums[0]])].dtype
+            for o in outs:
+                zero_dtype[id(o)] = dt
+            continue
         res = prim.jvp(list(a._inputs), [tans[id(ins[i])] for i in argnums], argnums)
         if len(res) != len(outs):
             raise ValueError(f"[{op}] The jvp rule of {prim.name} returned {len(res)} "
@@ -176,7 +184,15 @@ def forward(outputs, tracers, tangents, op="jvp"):
         for o, t in zip(outs, res):
             if t is not None:
                 tans[id(o)] = t
-    return [tans[id(o)] if id(o) in tans else _zeros_like(o) for o in outputs]
+    return [tans[id(o)] if id(o) in tans else _zero_tangent(o, zero_dtype.get(id(o)))
+            for o in outputs]
+
+
+def _zero_tangent(o, dtype):
+    if dtype is None:
+        return _zeros_like(o)
+    from ..ops.creation import zeros
+    return zeros(o.shape, dtype)
 
 
 # -- public API -------------------------------------------------------------------------------
@@ -360,14 +376,20 @@ def _make_grad(fun, argnums, argnames, op, with_value):
         _check_arrays(flat, "Arguments to differentiate", op)
         with trace_scope():
             tracers = make_tracers(flat)
-            d = T.unflatten(d_def, tracers)
+            it = iter(tracers)
+            d = [_fill_in_place(x, it) for x in diff]
             args2 = list(args)
             for k, i in enumerate(argnums):
                 args2[i] = d[k]
             kwargs2 = dict(kwargs)
             for k, n in enumerate(argnames):
                 kwargs2[n] = d[len(argnums) + k]
-            out = fun(*args2, **kwargs2)
+            try:
+                out = fun(*args2, **kwargs2)
+            finally:
+                back = {id(t): p for t, p in zip(tracers, flat)}
+                for x in d:
+                    _restore_in_place(x, back)
             loss = _loss_of(out, op, with_value)
             from ..ops.creation import ones_like
             grads = backward([loss], [ones_like(loss)], original_values(tracers), op)
@@ -380,6 +402,38 @@ def _make_grad(fun, argnums, argnames, op, with_value):
 
     _copy_metadata(wrapper, fun)
     return wrapper
+
+
+# MLX hands the function the caller's own lists and dicts with the arrays swapped for tracers,
+# and afterwards puts the arrays back wherever a tracer still sits: what the function stored
+# in them (`model[1] = mx.array(2.0)`) stays. Tuples cannot change, so they are rebuilt.
+def _fill_in_place(tree, it):
+    if isinstance(tree, list):
+        for i, v in enumerate(tree):
+            tree[i] = _fill_in_place(v, it)
+        return tree
+    if isinstance(tree, dict):
+        for k in list(tree):
+            tree[k] = _fill_in_place(tree[k], it)
+        return tree
+    if isinstance(tree, tuple):
+        items = [_fill_in_place(v, it) for v in tree]
+        return type(tree)(*items) if hasattr(type(tree), "_fields") else type(tree)(items)
+    return next(it)
+
+
+def _restore_in_place(tree, back):
+    if isinstance(tree, (list, dict)):
+        keys = range(len(tree)) if isinstance(tree, list) else list(tree)
+        for k in keys:
+            v = tree[k]
+            if id(v) in back and isinstance(v, array):
+                tree[k] = back[id(v)]
+            else:
+                _restore_in_place(v, back)
+    elif isinstance(tree, tuple):
+        for v in tree:
+            _restore_in_place(v, back)
 
 
 def _copy_metadata(wrapper, fun):

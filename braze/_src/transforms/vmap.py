@@ -7,7 +7,8 @@ position of the batch dimension in that array, or None when the array is not bat
 `in_axes` and `out_axes` are prefix trees: an int or None covers a whole subtree; a list or
 tuple matches a list or tuple of the same length (either kind for either); a dict matches a
 dict with the same keys. At the top level `in_axes` is matched against the tuple of positional
-arguments. Non-array leaves are allowed where their axis is None (they are passed through).
+arguments (a dict there describes a single argument, and a one-entry `out_axes` a single
+output, as in MLX). Non-array leaves are allowed where their axis is None (they are passed through).
 """
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from .. import tree as T
 from ..array import array
 from ..ops._helpers import AxisError
 from ..prims.base import bind
-from .autodiff import TransformTypeError, _dependent_tape, _node_outputs, trace_scope, walked_inputs
+from .autodiff import (
+    TransformTypeError,
+    _dependent_tape,
+    _node_outputs,
+    original_values,
+    trace_scope,
+    walked_inputs,
+)
 
 # An axis out of range: MLX raises IndexError, braze's contract says ValueError; it is both.
 VmapAxisError = AxisError
@@ -111,16 +119,14 @@ def vmap(fun, in_axes=0, out_axes=0):
         if not isinstance(spec, (list, tuple, dict)) and not _is_axis(spec):
             raise TransformTypeError(f"[vmap] {what} must be an int, None, or a tree of them; "
                                      f"got {spec!r}.")
-    if isinstance(in_axes, dict):
-        raise ValueError("[vmap] in_axes must be an int, None, or a tuple with one entry per "
-                         "positional argument; got a dict.")
-
     def wrapper(*args, **kwargs):
         op = "vmap"
         if kwargs:
             raise TypeError("[vmap] Keyword arguments are not supported.")
         args = list(args)
-        spec = list(in_axes) if isinstance(in_axes, (list, tuple)) else in_axes
+        # a dict describes the one positional argument (MLX: as the tuple `(in_axes,)`)
+        spec = [in_axes] if isinstance(in_axes, dict) else (
+            list(in_axes) if isinstance(in_axes, (list, tuple)) else in_axes)
         if isinstance(spec, list) and len(spec) != len(args):
             raise ValueError(f"[vmap] in_axes has {len(spec)} entries but the function is "
                              f"called with {len(args)} positional arguments.")
@@ -143,11 +149,15 @@ def vmap(fun, in_axes=0, out_axes=0):
                 if not isinstance(o, array):
                     raise ValueError(f"[vmap] The function must return arrays (or trees of "
                                      f"arrays), got {type(o).__name__}.")
-            batched = [holders[i] for i, ax in enumerate(axes) if ax is not None]
+            # a placeholder the function updated in place (`a[idx] = v`) holds the new value
+            # now; its old one, which the graph reads, moved to another object
+            batched = original_values([holders[i] for i, ax in enumerate(axes) if ax is not None])
             real = [flat[i] for i, ax in enumerate(axes) if ax is not None]
             real_axes = [ax for ax in axes if ax is not None]
             results = replay(outs, batched, real, real_axes)
             o_spec = list(out_axes) if isinstance(out_axes, tuple) else out_axes
+            if isinstance(out, array) and isinstance(o_spec, list) and len(o_spec) == 1:
+                o_spec = o_spec[0]  # MLX: one output is the 1-tuple its axes describe
             if isinstance(out, tuple) and isinstance(o_spec, list):
                 out_cmp = list(out)
             else:
