@@ -102,6 +102,18 @@ def test_conv_promotes_mixed_float_dtypes():
     assert mx.conv1d(x, w).dtype == mx.float32
 
 
+def test_conv1d_of_2d_and_3d_inputs_is_conv2d_and_conv3d():
+    # MLX's conv1d applies its int parameters to every spatial axis of a 4-D/5-D input
+    x, w = mx.array(_r(1, 5, 5, 4)), mx.array(_r(4, 3, 3, 2))
+    got = mx.conv1d(x, w, stride=2, padding=1, groups=2)
+    assert np.allclose(got, mx.conv2d(x, w, stride=2, padding=1, groups=2), atol=1e-6)
+    x, w = mx.array(_r(1, 4, 5, 6, 2)), mx.array(_r(3, 2, 2, 2, 2))
+    assert np.allclose(mx.conv1d(x, w, dilation=2), mx.conv3d(x, w, dilation=2), atol=1e-6)
+    g = mx.grad(lambda w: mx.conv1d(mx.array(_r(1, 5, 5, 2)), w, groups=2).sum())(
+        mx.array(_r(2, 3, 3, 1)))
+    assert g.shape == (2, 3, 3, 1)
+
+
 def test_conv_lazy_and_inputs_unchanged():
     x, w = _r(1, 6, 2), _r(3, 2, 2)
     xc, wc = x.copy(), w.copy()

@@ -536,3 +536,18 @@ def test_nvfp4_global_scale_gradient_and_qqmm_straight_through():
     dx = mx.grad(lambda x: mx.qqmm(x, wq, s, mode="nvfp4").sum())(x)
     ref = mx.dequantize(wq, s, mode="nvfp4", dtype=mx.float32).sum(0)
     np.testing.assert_allclose(_np(dx), np.broadcast_to(_np(ref), (4, 32)), rtol=1e-6)
+
+
+def test_gather_mm_index_gradient_is_an_error():
+    # as MLX: indices built from a differentiated input must be stop_gradient'ed
+    a, b = mx.ones((4, 1, 2, 2)), mx.ones((4, 1, 2, 2))
+
+    def f(w, stop):
+        idx = mx.reshape(mx.argsort(w)[:2], (1, 2))
+        idx = mx.stop_gradient(idx) if stop else idx
+        return mx.gather_mm(a, b, idx, idx).sum()
+
+    w = mx.array([3.0, 1.0, 2.0, 0.0])
+    with pytest.raises(ValueError, match=r"^\[GatherMM\].*stop_gradient"):
+        mx.grad(lambda w: f(w, False))(w)
+    assert mx.array_equal(mx.grad(lambda w: f(w, True))(w), mx.zeros((4,)))

@@ -121,6 +121,11 @@ def _check(x, w, stride, lo, hi, kdil, idil, groups, flip, op):
 
 def _convnd(nd, op, input, weight, stride, padding, dilation, groups):
     x, w = _operands(input, weight, op)
+    if nd == 1 and 4 <= x.ndim <= 5 and not any(
+            isinstance(v, (list, tuple)) for v in (stride, padding, dilation)):
+        # MLX's conv1d is conv_general with one stride/padding/dilation for every spatial
+        # axis, so it also convolves 2-D and 3-D inputs
+        nd = x.ndim - 2
     if x.ndim != nd + 2:
         raise ValueError(f"[{op}] Expected input and weight with {nd + 2} dimensions, got "
                          f"shapes {x.shape} and {w.shape}.")
@@ -132,7 +137,8 @@ def _convnd(nd, op, input, weight, stride, padding, dilation, groups):
 
 
 def conv1d(input, weight, /, stride=1, padding=0, dilation=1, groups=1, *, stream=None):
-    """1D convolution: input (N, L, C_in), weight (C_out, K, C_in / groups)."""
+    """1D convolution: input (N, L, C_in), weight (C_out, K, C_in / groups). As in MLX, 4-D
+    and 5-D operands give a 2-D or 3-D convolution with the same int parameters on each axis."""
     return _convnd(1, "conv1d", input, weight, stride, padding, dilation, groups)
 
 

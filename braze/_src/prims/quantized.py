@@ -90,8 +90,10 @@ class GatherMM(Primitive):
                 gb = ops.gather_mm(ops.swapaxes(a, -1, -2), g, ops.broadcast_to(li, batch),
                                    None)
                 out.append(_scatter_add(b, ri, batch, gb))
-            else:
-                out.append(ops.zeros_like(primals[i]))
+            else:  # as MLX: indices have no gradient, and asking for one is an error
+                raise ValueError("[GatherMM] Cannot calculate VJP with respect to indices. Use "
+                                 "stop_gradient on indices to stop gradients from being "
+                                 "computed.")
         return out
 
     def jvp(self, primals, tangents, argnums):
