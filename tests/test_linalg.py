@@ -271,8 +271,21 @@ def test_kron_errors_as_mlx():
 def test_hadamard_transform_errors_and_trivial_sizes():
     with pytest.raises(ValueError, match=r"^\[hadamard_transform\] Does not support empty"):
         mx.hadamard_transform(mx.array([]))
-    with pytest.raises(ValueError, match=r"^\[hadamard_transform\] Only sizes n = 2\^k"):
-        mx.hadamard_transform(mx.zeros((2, 12)))
+    for n in (3, 36, 240):  # MLX's kernel takes 36 = 12 * 3 (and corrupts memory)
+        with pytest.raises(ValueError, match=r"^\[hadamard_transform\] Only supports n = m\*2\^k "
+                           r"where m in \(1, 12, 20, 28\), got n = " + str(n)):
+            mx.hadamard_transform(mx.zeros((2, n)))
     assert mx.hadamard_transform(mx.array(5.0), scale=0.2).item() == pytest.approx(1.0)
     x = mx.ones((3, 1))
     assert mx.array_equal(mx.hadamard_transform(x), x).item()
+
+
+@pytest.mark.parametrize("m", [12, 20, 28])
+def test_hadamard_orders_12_20_28(m):
+    # the matrix (transposed out of the transform of the identity) is a +-1 Hadamard matrix,
+    # and it is MLX's own matrix where MLX is installed
+    h = np.asarray(mx.hadamard_transform(mx.eye(m), scale=1.0)).T
+    assert set(np.unique(h)) == {-1.0, 1.0}
+    assert np.array_equal(h @ h.T, m * np.eye(m))
+    mlx = pytest.importorskip("mlx.core")
+    assert np.array_equal(h, np.asarray(mlx.hadamard_transform(mlx.eye(m), scale=1.0)).T)

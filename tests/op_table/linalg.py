@@ -164,12 +164,42 @@ _case("einsum", lambda a, b: mx.einsum("ij,jk->ik", a, b),
       variant="broadcast_size1")
 
 
-# -- hadamard_transform (issue 13): Sylvester's H_n, sizes 2^k ---------------------------------
+# -- hadamard_transform (issue 13): H_m (x) Sylvester's H_2^k, m in (1, 12, 20, 28) ----------
+def _np_h_m(m):
+    """MLX's orders 12, 20, 28 entry by entry: Paley II over GF(5) for 12, Williamson's array of
+    symmetric circulants (2I - J, and +1 on the diagonal and the +-k-th diagonals) for 20, 28."""
+    if m == 12:
+        def conf(i, j):  # conference matrix: border 1, Legendre symbol of j - i mod 5 inside
+            return 1 if i == 0 or j == 0 or (j - i) % 5 in (1, 4) else -1
+
+        def entry(r, c):
+            (i, a), (j, b) = divmod(r, 2), divmod(c, 2)
+            if i == j:
+                return 1 if a == b == 0 else -1
+            return conf(i, j) * (-1 if a == b == 1 else 1)
+        return np.array([[entry(r, c) for c in range(12)] for r in range(12)])
+    n = m // 4
+    t = (n - 1) // 2
+    ks = [0] * (4 - t) + list(range(1, t + 1))  # 0 marks 2I - J
+
+    def circ(q, i, j):
+        d = (j - i) % n
+        return 1 if d == 0 or (ks[q] and d in (ks[q], n - ks[q])) else -1
+    signs = [[1, 1, 1, 1], [-1, 1, -1, 1], [-1, 1, 1, -1], [-1, -1, 1, 1]]
+    blocks = [[0, 1, 2, 3], [1, 0, 3, 2], [2, 3, 0, 1], [3, 2, 1, 0]]
+    return np.array([[signs[r // n][c // n] * circ(blocks[r // n][c // n], r % n, c % n)
+                      for c in range(m)] for r in range(m)])
+
+
 def _np_hadamard(x, scale):
+    n = x.shape[-1]
+    m = next(k for k in (28, 20, 12, 1) if n % k == 0)
     h = np.ones((1, 1))
-    while h.shape[0] < x.shape[-1]:
+    while h.shape[0] < n // m:
         h = np.block([[h, h], [h, -h]])
-    return (x @ h.T) * (1 / np.sqrt(x.shape[-1]) if scale is None else scale)
+    if m > 1:
+        h = np.kron(_np_h_m(m), h)
+    return (x @ h.T) * (1 / np.sqrt(n) if scale is None else scale)
 
 
 _case("hadamard_transform", mx.hadamard_transform, lambda x: _np_hadamard(x, None),
@@ -177,3 +207,6 @@ _case("hadamard_transform", mx.hadamard_transform, lambda x: _np_hadamard(x, Non
 _case("hadamard_transform", lambda x: mx.hadamard_transform(x, scale=0.5),
       lambda x: _np_hadamard(x, 0.5), _ins((2, 4)), dtypes=("float32", "int32"),
       out_dtype=lambda dt: "float32", variant="scale")
+for _m, _shape in ((12, (3, 24)), (20, (2, 20)), (28, (2, 56))):
+    _case("hadamard_transform", mx.hadamard_transform, lambda x: _np_hadamard(x, None),
+          _ins(_shape), dtypes=("float32", "float16"), variant=f"m{_m}")

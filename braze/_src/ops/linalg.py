@@ -327,12 +327,55 @@ def kron(a, b, *, stream=None) -> array:
     return _reshape(prod, check_dims(tuple(x * y for x, y in zip(a.shape, b.shape)), "kron"))
 
 
+def _paley_ii(q):
+    """Paley's second construction, order 2(q + 1) for a prime q = 1 mod 4: the symmetric
+    conference matrix C = [[0, 1], [1, Q]] with Q[i, j] the quadratic character of j - i mod q,
+    then H = C (x) [[1, 1], [1, -1]] + I (x) [[1, -1], [-1, -1]]."""
+    squares = {i * i % q for i in range(1, q)}
+    chi = [0] + [1 if d in squares else -1 for d in range(1, q)]
+    c = np.zeros((q + 1, q + 1), np.int64)
+    c[0, 1:] = c[1:, 0] = 1
+    c[1:, 1:] = [[chi[(j - i) % q] for j in range(q)] for i in range(q)]
+    eye = np.eye(q + 1, dtype=np.int64)
+    return np.kron(c, [[1, 1], [1, -1]]) + np.kron(eye, [[1, -1], [-1, -1]])
+
+
+def _williamson(n):
+    """Williamson's array [[A, B, C, D], [-B, A, -D, C], [-C, D, A, -B], [-D, -C, B, A]], order
+    4n for n = 5 or 7, from symmetric circulants with A^2 + B^2 + C^2 + D^2 = 4n I: the first
+    4 - t are 2I - J and the others 2(I + P^k + P^-k) - J for k = 1..t, t = (n - 1) / 2 (P the
+    cyclic shift; the identity follows from J^2 = nJ and the shifts covering each residue)."""
+    t = (n - 1) // 2
+    eye, ones = np.eye(n, dtype=np.int64), np.ones((n, n), np.int64)
+    near = [eye + np.roll(eye, k, 1) + np.roll(eye, -k, 1) for k in range(1, t + 1)]
+    a, b, c, d = [2 * eye - ones] * (4 - t) + [2 * s - ones for s in near]
+    return np.block([[a, b, c, d], [-b, a, -d, c], [-c, d, a, -b], [-d, -c, b, a]])
+
+
+# The orders MLX tabulates, built here: these constructions give MLX's matrices exactly
+_HADAMARD_M = {12: lambda: _paley_ii(5), 20: lambda: _williamson(5), 28: lambda: _williamson(7)}
+
+
+def _hadamard_factor(n):
+    """n = m * 2^k -> (m, 2^k) with m in (1, 12, 20, 28) (at most one m fits). MLX takes the
+    first m dividing n even when n / m is no power of 2 (then its kernel misbehaves: n = 36
+    corrupts the heap); braze rejects those n."""
+    if n & (n - 1) == 0:
+        return 1, n
+    for m in _HADAMARD_M:
+        if n % m == 0 and (n // m) & (n // m - 1) == 0:
+            return m, n // m
+    raise ValueError(f"[hadamard_transform] Only supports n = m*2^k where m in (1, 12, 20, 28), "
+                     f"got n = {n}.")
+
+
 def hadamard_transform(a, scale=None, stream=None) -> array:
     """The Walsh-Hadamard transform along the last axis, times `scale` (default 1/sqrt(n)).
 
-    Sylvester's H_n = H_2 (x) H_{n/2} is a butterfly (a + b, a - b) along each of the k axes of
-    the last axis viewed as (2,) * k, a composite whose transforms come for free. Only
-    n = 2^k: MLX also takes m * 2^k for m in (12, 20, 28) with tabulated H_m, which braze lacks.
+    For n = m * 2^k the matrix is H_m (x) H_{2^k}, as in MLX. Sylvester's H_{2^k} is a butterfly
+    (a + b, a - b) along each of the k axes of the last axis viewed as (m,) + (2,) * k; H_m (an
+    order-12, 20 or 28 matrix built in `_HADAMARD_M`) is a matmul along the m axis. A composite,
+    so its transforms come for free.
     """
     from .elementwise import add, multiply, subtract
     from .shape import concatenate, split
@@ -341,18 +384,18 @@ def hadamard_transform(a, scale=None, stream=None) -> array:
     if a.size == 0:
         raise ValueError("[hadamard_transform] Does not support empty arrays.")
     n = a.shape[-1] if a.ndim else 1
-    if n & (n - 1):
-        raise ValueError(f"[hadamard_transform] Only sizes n = 2^k are supported, got n = {n} "
-                         f"(MLX also supports m*2^k for m in (12, 20, 28)).")
+    m, p = _hadamard_factor(n)
     scale = 1.0 / math.sqrt(n) if scale is None else float(scale)
     dt = a.dtype if a.dtype.kind == "f" else D.float32
     x = astype(a, dt)
-    k = n.bit_length() - 1
+    k = p.bit_length() - 1
     lead = a.shape[:-1]
-    x = _reshape(x, lead + (2,) * k)
-    for j in range(len(lead), len(lead) + k):
+    x = _reshape(x, lead + (m,) + (2,) * k)
+    for j in range(len(lead) + 1, len(lead) + 1 + k):
         lo, hi = split(x, 2, axis=j)
         x = concatenate([add(lo, hi), subtract(lo, hi)], axis=j)
+    if m > 1:
+        x = matmul(array(_HADAMARD_M[m](), dt), _reshape(x, lead + (m, p)))
     x = _reshape(x, a.shape)
     return x if scale == 1 else multiply(x, array(scale, dt))
 
