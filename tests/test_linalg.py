@@ -183,6 +183,49 @@ def test_einsum_errors(call, msg):
         mx.einsum(3, mx.ones(2))
 
 
+# -- einsum_path ------------------------------------------------------------------------------
+_PATH_SIZES = dict(zip("abcdefghijklmopqABC", [2, 3, 4, 5, 4, 3, 2, 6, 5, 4, 3, 2, 5, 7, 4, 3,
+                                               2, 3, 4]))
+
+
+@pytest.mark.parametrize("subs", ["ij,jk,kl", "eb,cb,fb->cef", "dd,fb,be,cdb->cef",
+                                  "bca,cdb,dbf,afc->", "dcc,fce,ea,dbf->ab",
+                                  "abc,bcd,cde,def,efg->ag", "ij,jk"])
+def test_einsum_path_is_numpys_greedy_path(subs):
+    shapes = [tuple(_PATH_SIZES[c] for c in s) for s in subs.split("->")[0].split(",")]
+    want = np.einsum_path(subs, *[np.ones(s) for s in shapes], optimize="greedy")[0][1:]
+    path, report = mx.einsum_path(subs, *[mx.ones(s) for s in shapes])
+    assert path == want
+    assert report.startswith(f"  Complete contraction:  {subs}\n         Naive scaling:  ")
+
+
+def test_einsum_path_report_and_single_steps():
+    # MLX's report: scalings are numbers of letters, FLOP counts joint sizes times the operations
+    # per point (numbers checked against MLX 0.32.4)
+    path, report = mx.einsum_path("ij,jk,kl", mx.zeros((5, 8)), mx.zeros((8, 10)),
+                                  mx.zeros((10, 7)))
+    assert path == [(1, 2), (0, 1)]
+    assert report == ("  Complete contraction:  ij,jk,kl\n         Naive scaling:  4\n"
+                      "     Optimized scaling:  3\n      Naive FLOP count:  8400\n"
+                      "  Optimized FLOP count:  1680\n")
+    assert mx.einsum_path("ii", mx.zeros((5, 5)))[0] == [(0,)]
+    assert mx.einsum_path("ij, jk -> ijk", mx.zeros((5, 8)), mx.zeros((8, 3)))[0] == [(0, 1)]
+    # only outer products left: MLX still contracts pairwise (NumPy takes all three at once)
+    ops = [mx.zeros((2, 3)), mx.zeros((4, 5)), mx.zeros((4, 3))]
+    assert mx.einsum_path("ab,cd,ef", *ops)[0] == [(0, 2), (0, 1)]
+
+
+@pytest.mark.parametrize("args,msg", [
+    (("ij,jk", mx.ones((2, 3))), "Number of operands, 1"),
+    (("i#", mx.ones(3)), "'#'"),
+    (("ij", mx.ones(3)), "Invalid number of subscripts 2"),
+    (("ij",), "At least one operand"),
+])
+def test_einsum_path_errors(args, msg):
+    with pytest.raises(ValueError, match=r"^\[einsum_path\].*" + msg):
+        mx.einsum_path(*args)
+
+
 # -- tensordot --------------------------------------------------------------------------------
 @pytest.mark.parametrize("sa,sb,axes", [
     ((2, 3, 4), (3, 4, 5), 2),

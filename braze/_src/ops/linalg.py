@@ -28,8 +28,8 @@ from ._helpers import (
     check_dims,
 )
 
-__all__ = ["matmul", "addmm", "inner", "outer", "tensordot", "einsum", "kron", "vecdot",
-           "hadamard_transform"]
+__all__ = ["matmul", "addmm", "inner", "outer", "tensordot", "einsum", "einsum_path", "kron",
+           "vecdot", "hadamard_transform"]
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -130,59 +130,59 @@ def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
 
 
 # -- einsum -----------------------------------------------------------------------------------
-def _tokens(sub, op_index):
+def _tokens(sub, op_index, op="einsum"):
     """'ab...c' -> ['a', 'b', '...', 'c']; ValueError on other characters."""
     out, i = [], 0
     while i < len(sub):
         ch = sub[i]
         if ch == ".":
             if sub[i:i + 3] != "...":
-                raise ValueError(f"[einsum] Invalid ellipsis in subscript {sub!r} "
+                raise ValueError(f"[{op}] Invalid ellipsis in subscript {sub!r} "
                                  f"(input {op_index}).")
             out.append("...")
             i += 3
             continue
         if ch not in _LETTERS:
-            raise ValueError(f"[einsum] Invalid character {ch!r} in subscripts; only letters "
+            raise ValueError(f"[{op}] Invalid character {ch!r} in subscripts; only letters "
                              "a-z, A-Z and '...' are allowed.")
         out.append(ch)
         i += 1
     if out.count("...") > 1:
-        raise ValueError(f"[einsum] More than one ellipsis in subscript {sub!r}.")
+        raise ValueError(f"[{op}] More than one ellipsis in subscript {sub!r}.")
     return out
 
 
-def _einsum_plan(subscripts, shapes):
+def _einsum_plan(subscripts, shapes, op="einsum"):
     """Normalize subscripts for operands of `shapes`: explicit output, ellipsis expanded.
 
     Returns (input subscripts, output subscript, letter sizes).
     """
     if not isinstance(subscripts, str):
-        raise TypeError(f"[einsum] Expected a string of subscripts, got "
+        raise TypeError(f"[{op}] Expected a string of subscripts, got "
                         f"{type(subscripts).__name__}: {subscripts!r}.")
     s = subscripts.replace(" ", "")
     if s.count("->") > 1:
-        raise ValueError(f"[einsum] Invalid subscripts {subscripts!r}: more than one '->'.")
+        raise ValueError(f"[{op}] Invalid subscripts {subscripts!r}: more than one '->'.")
     lhs, out = s.split("->") if "->" in s else (s, None)
     subs = lhs.split(",")
     if len(subs) != len(shapes):
-        raise ValueError(f"[einsum] Number of operands, {len(shapes)}, does not match number "
+        raise ValueError(f"[{op}] Number of operands, {len(shapes)}, does not match number "
                          f"of input subscripts, {len(subs)}, in {subscripts!r}.")
-    toks = [_tokens(sub, i) for i, sub in enumerate(subs)]
+    toks = [_tokens(sub, i, op) for i, sub in enumerate(subs)]
     used = {c for t in toks for c in t if c != "..."}
     if out is not None:
-        used |= {c for c in _tokens(out, "output") if c != "..."}
+        used |= {c for c in _tokens(out, "output", op) if c != "..."}
     free = [c for c in _LETTERS if c not in used]
     ell_dims = []
     for i, (t, shape) in enumerate(zip(toks, shapes)):
         n = len(t) - ("..." in t)
         if ("..." not in t and n != len(shape)) or n > len(shape):
-            raise ValueError(f"[einsum] Invalid number of subscripts {n} for input {i} with "
+            raise ValueError(f"[{op}] Invalid number of subscripts {n} for input {i} with "
                              f"{len(shape)} dimensions (shape {tuple(shape)}).")
         ell_dims.append(len(shape) - n if "..." in t else 0)
     n_ell = max(ell_dims, default=0)
     if n_ell > len(free):
-        raise ValueError("[einsum] Too many dimensions for the available subscript letters.")
+        raise ValueError(f"[{op}] Too many dimensions for the available subscript letters.")
     ell = free[:n_ell]
     ins = []
     for t, e in zip(toks, ell_dims):
@@ -199,15 +199,15 @@ def _einsum_plan(subscripts, shapes):
                                                if k == 1 and c not in ell))
     else:
         r = []
-        for c in _tokens(out, "output"):
+        for c in _tokens(out, "output", op):
             r.extend(ell if c == "..." else [c])
         out_s = "".join(r)
         if len(set(out_s)) != len(out_s):
-            raise ValueError(f"[einsum] Repeat indices not allowed in output {out!r}.")
+            raise ValueError(f"[{op}] Repeat indices not allowed in output {out!r}.")
         all_in = set("".join(ins))
         for c in out_s:
             if c not in all_in:
-                raise ValueError(f"[einsum] Output subscript {c!r} does not appear in any "
+                raise ValueError(f"[{op}] Output subscript {c!r} does not appear in any "
                                  "input.")
     # sizes, with size-1 broadcasting; ellipsis axes broadcast like NumPy
     sizes = {}
@@ -218,7 +218,7 @@ def _einsum_plan(subscripts, shapes):
     for i, (sub, shape) in enumerate(zip(ins, shapes)):
         for ax, (c, d) in enumerate(zip(sub, shape)):
             if d != sizes[c] and d != 1:
-                raise ValueError(f"[einsum] Cannot broadcast dimension {ax} of input {i} with "
+                raise ValueError(f"[{op}] Cannot broadcast dimension {ax} of input {i} with "
                                  f"shape {tuple(shape)} to size {sizes[c]}.")
     return ins, out_s, sizes
 
@@ -232,6 +232,97 @@ def einsum(subscripts, *operands, stream=None) -> array:
     arrs, _ = _common_dtype(arrs, "einsum")
     arrs = [broadcast_to_shape(a, tuple(sizes[c] for c in sub)) for a, sub in zip(arrs, ins)]
     return bind(Einsum(",".join(ins) + "->" + out), tuple(arrs))
+
+
+# -- einsum_path: MLX's greedy contraction order (NumPy's and opt_einsum's "greedy") ------------
+def _size(letters, sizes):
+    return math.prod(sizes[c] for c in letters)
+
+
+def _flops(letters, inner, n_terms, sizes):
+    """MLX's FLOP estimate: the size of the joint index space times the number of operations
+    per point (one multiply per extra term, one add when something is summed)."""
+    return _size(letters, sizes) * (max(1, n_terms - 1) + inner)
+
+
+def _naive_cost(terms, out, sizes):
+    joint = frozenset().union(*terms)
+    return _flops(joint, bool(joint - out), len(terms), sizes), len(joint)
+
+
+def _pair(terms, p, q, out, sizes, limits):
+    """The candidate contraction of terms p and q: [removed size, cost, kept letters, number of
+    letters, p, q], or None when over the memory or cost limit."""
+    joint = terms[p] | terms[q]
+    rest = frozenset().union(*(t for k, t in enumerate(terms) if k not in (p, q)))
+    kept = joint & (rest | out)
+    new_size = _size(kept, sizes)
+    cost = _flops(joint, len(joint) > len(kept), 2, sizes)
+    memory, cost_left = limits
+    if new_size > memory or cost > cost_left:
+        return None
+    removed = _size(terms[p], sizes) + _size(terms[q], sizes) - new_size
+    return [removed, cost, kept, len(joint), p, q]
+
+
+def _best(cands):
+    """The first candidate removing the most, then costing the least (MLX's min_element)."""
+    best = cands[0]
+    for c in cands[1:]:
+        if c[0] > best[0] or (c[0] == best[0] and c[1] < best[1]):
+            best = c
+    return best
+
+
+def _greedy_path(terms, out, sizes, cost_limit, memory_limit):
+    """Pairwise contractions, each the best candidate by `_best`; outer products only when no
+    pair shares a letter. Candidates found earlier stay in the pool (their kept letters as
+    computed then), as in MLX and NumPy. Returns (path, cost, scaling)."""
+    terms = list(terms)
+    pairs = [(p, q) for p in range(len(terms)) for q in range(p + 1, len(terms))]
+    cands, path, cost, scaling = [], [], 0, 0
+    for _ in range(len(terms) - 1):
+        limits = (memory_limit, cost_limit - cost)
+        found = [_pair(terms, p, q, out, sizes, limits) for p, q in pairs if terms[p] & terms[q]]
+        cands += [c for c in found if c is not None]
+        if not cands:  # then outer products too
+            found = [_pair(terms, p, q, out, sizes, limits) for p, q in pairs]
+            cands += [c for c in found if c is not None]
+        if not cands:  # what remains is contracted in one naive step
+            c, sc = _naive_cost(terms, out, sizes)
+            path.append(tuple(range(len(terms))))
+            return path, cost + c, max(scaling, sc)
+        removed, c, kept, dims, x, y = _best(cands)
+        path.append((x, y))
+        cost, scaling = cost + c, max(scaling, dims)
+        terms = [t for k, t in enumerate(terms) if k not in (x, y)] + [kept]
+        cands = [[*cd[:4], cd[4] - (cd[4] > x) - (cd[4] > y), cd[5] - (cd[5] > x) - (cd[5] > y)]
+                 for cd in cands if not {cd[4], cd[5]} & {x, y}]
+        pairs = [(p, len(terms) - 1) for p in range(len(terms) - 1)]
+    return path, cost, scaling
+
+
+def einsum_path(subscripts, *operands):
+    """The contraction order MLX's einsum picks (greedy, as NumPy's default), as
+    (list of tuples of operand positions, a text report), like numpy.einsum_path."""
+    if not operands:
+        raise ValueError("[einsum_path] At least one operand is required.")
+    shapes = [_arr(x, "einsum_path").shape for x in operands]
+    ins, out, sizes = _einsum_plan(subscripts, shapes, "einsum_path")
+    terms = [frozenset(sub) for sub in ins]
+    out_set = frozenset(out)
+    naive, naive_scaling = _naive_cost(terms, out_set, sizes)
+    if len(terms) <= 2:
+        path, cost, scaling = [tuple(range(len(terms)))], naive, naive_scaling
+    else:
+        memory = max(_size(sub, sizes) for sub in ins + [out])  # repeated letters count twice
+        path, cost, scaling = _greedy_path(terms, out_set, sizes, naive, memory)
+    report = (f"  Complete contraction:  {subscripts}\n"
+              f"         Naive scaling:  {naive_scaling}\n"
+              f"     Optimized scaling:  {scaling}\n"
+              f"      Naive FLOP count:  {naive}\n"
+              f"  Optimized FLOP count:  {cost}\n")
+    return path, report
 
 
 # -- einsum-based products --------------------------------------------------------------------
