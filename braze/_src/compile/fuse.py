@@ -58,6 +58,46 @@ def _set_input(node, slot, new):
     new._nc += 1
 
 
+class _Uses:
+    """The consumers of every array, kept up to date while regions are replaced.
+
+    `of[id(x)]` maps `(id(consumer), slot)` to `(consumer, slot)`, one entry per sibling (as
+    MLX's parents map). `inner[id(x)]` holds the entries of `of[id(x)]` whose consumer has
+    joined the region being grown, so "are all consumers inside" is a length comparison and
+    splitting a broadcast moves only its inside consumers: both cost the region's size, not
+    the number of consumers (a scalar broadcast feeds thousands of nodes in a long chain).
+    Order inside the maps does not matter: only membership decides the regions.
+    """
+
+    def __init__(self, nodes):
+        self.of = {}
+        for a in nodes:
+            for slot, x in enumerate(a._inputs):
+                self.of.setdefault(id(x), {})[(id(a), slot)] = (a, slot)
+        self.inner = {}
+
+    def join(self, a):
+        """`a` joined the region: its entries among its inputs' consumers are inside."""
+        for slot, x in enumerate(a._inputs):
+            key = (id(a), slot)
+            if key in self.of.get(id(x), ()):
+                self.inner.setdefault(id(x), {})[key] = (a, slot)
+
+    def all_inside(self, a) -> bool:
+        return len(self.inner.get(id(a), ())) == len(self.of.get(id(a), ()))
+
+    def drop_inside(self, x):
+        """Forget the consumers of `x` inside the region (they are being fused away)."""
+        mine = self.inner.get(id(x))
+        if mine:
+            of = self.of[id(x)]
+            for key in mine:
+                del of[key]
+
+    def add(self, x, p, slot):
+        self.of.setdefault(id(x), {})[(id(p), slot)] = (p, slot)
+
+
 def fuse(tape: Tape) -> Tape:
     """Fuse the elementwise regions of `tape` into `Compiled` nodes (see the module doc)."""
     nodes = list(tape.nodes)  # keeps every old node (and so every id used below) alive
@@ -66,123 +106,125 @@ def fuse(tape: Tape) -> Tape:
     for o in tape.outputs:
         output_map.setdefault(id(o), o)
     input_ids = {id(x) for x in tape.inputs}
-
-    # consumers: id(array) -> [(consumer array, slot)], one entry per sibling (as MLX's map)
-    parents = {}
-    for a in nodes:
-        for slot, x in enumerate(a._inputs):
-            parents.setdefault(id(x), []).append((a, slot))
-
+    uses = _Uses(nodes)
     new_tape = []
     global_cache = set()
     for i in range(len(nodes) - 1, -1, -1):
         arr = nodes[i]
         if id(arr) in global_cache:
             continue
-
-        cache = {}        # id -> array: the group found so far
-        input_set = set()  # ids counted toward the inputs-plus-outputs budget
-
-        def recurse(a, depth, shape):
-            if id(a) in cache:
-                return
-            prim = a._prim
-            if (depth >= MAX_DEPTH or prim is None or not is_fusable(prim)
-                    or (id(a) in output_map and a._shape != shape)):
-                input_set.add(id(a))
-                return
-            if depth > 0:
-                all_in = all(id(p) in cache for p, _ in parents[id(a)])
-                if not all_in:
-                    if isinstance(prim, Broadcast) and len(input_set) < MAX_ARRAYS:
-                        recurse(_split(a), depth, shape)
-                    else:
-                        input_set.add(id(a))
-                    return
-            if id(a) in output_map:
-                input_set.add(id(a))
-            else:
-                input_set.discard(id(a))
-            if len(input_set) >= MAX_ARRAYS:
-                return
-            cache[id(a)] = a
-            for x in a._inputs:
-                recurse(x, depth + 1, shape)
-
-        def _split(a):
-            """A copy of broadcast `a` for its consumers inside the group."""
-            b = array._node(a._shape, a._dtype, a._prim, a._inputs)
-            b._tracer = a._tracer
-            keep.append(b)
-            mine, others = [], []
-            for p, slot in parents[id(a)]:
-                (mine if id(p) in cache else others).append((p, slot))
-            for p, slot in mine:
-                _set_input(p, slot, b)
-            parents[id(a)] = others
-            parents[id(b)] = mine
-            return b
-
+        uses.inner = {}
+        cache = {}
         if arr._prim is not None and not _is_broadcast(arr):
-            recurse(arr, 0, arr._shape)
-
+            _grow(arr, cache, uses, output_map, keep)
         if len(cache) <= 1:
             new_tape.append(arr)
             continue
-
-        # second pass: the group's tape in topological order and its ordered inputs
-        inputs, fused, in_seen, done = [], [], set(), set()
-        stack = [(arr, 0)]
-        done.add(id(arr))
-        while stack:
-            a, k = stack[-1]
-            if k < len(a._inputs):
-                stack[-1] = (a, k + 1)
-                x = a._inputs[k]
-                if id(x) not in cache:
-                    if id(x) not in in_seen:
-                        in_seen.add(id(x))
-                        inputs.append(x)
-                elif id(x) not in done:
-                    done.add(id(x))
-                    stack.append((x, 0))
-            else:
-                stack.pop()
-                fused.append(a)
-
+        inputs, fused = _region_order(arr, cache)
         old_outputs = []
         for f in fused[:-1]:
             if id(f) in output_map:
                 old_outputs.append(f)
-                parents[id(f)] = [(p, s) for p, s in parents.get(id(f), ())
-                                  if id(p) not in cache]
+                uses.drop_inside(f)
             else:
-                parents.pop(id(f), None)
+                uses.of.pop(id(f), None)
             global_cache.add(id(f))
         old_outputs.append(arr)
         for o in old_outputs:
             if o._shape != arr._shape:  # pragma: no cover - unreachable given the stop rule
                 raise RuntimeError("[compile] Compilation failed. Tried to fuse operations "
                                    "with different output shapes.")
-
         outs = compiled_nodes(_make_ir(inputs, fused, old_outputs, input_ids), inputs,
                               old_outputs)
         new_tape.extend(reversed(outs))
-
-        # the inputs' consumers inside the group are replaced by the compiled outputs
-        for k, x in enumerate(inputs):
-            pairs = [(p, s) for p, s in parents.get(id(x), ()) if id(p) not in cache]
-            pairs.extend((o, k) for o in outs)
-            parents[id(x)] = pairs
-        # the old outputs' consumers (and the function outputs) move to the compiled outputs
-        for new, old in zip(outs, old_outputs):
-            _merge_one(new, old, parents)
-            if id(old) in output_map:
-                output_map[id(old)] = new
-
+        _rewire_region(inputs, outs, old_outputs, uses, output_map)
     new_tape.reverse()
     outputs = [output_map.get(id(o), o) for o in tape.outputs]
     return Tape(tape.inputs, outputs, new_tape)
+
+
+def _grow(root, cache, uses, output_map, keep):
+    """Gather the region of `root` into `cache` (id -> array) by a depth-first search."""
+    input_set = set()  # ids counted toward the inputs-plus-outputs budget
+    shape = root._shape
+
+    def recurse(a, depth):
+        if id(a) in cache:
+            return
+        prim = a._prim
+        if (depth >= MAX_DEPTH or prim is None or not is_fusable(prim)
+                or (id(a) in output_map and a._shape != shape)):
+            input_set.add(id(a))
+            return
+        if depth > 0 and not uses.all_inside(a):
+            if isinstance(prim, Broadcast) and len(input_set) < MAX_ARRAYS:
+                recurse(_split(a, uses, keep), depth)
+            else:
+                input_set.add(id(a))
+            return
+        if id(a) in output_map:
+            input_set.add(id(a))
+        else:
+            input_set.discard(id(a))
+        if len(input_set) >= MAX_ARRAYS:
+            return
+        cache[id(a)] = a
+        uses.join(a)
+        for x in a._inputs:
+            recurse(x, depth + 1)
+
+    recurse(root, 0)
+
+
+def _split(a, uses, keep):
+    """A copy of broadcast `a` for its consumers inside the region; the others keep `a`."""
+    b = array._node(a._shape, a._dtype, a._prim, a._inputs)
+    b._tracer = a._tracer
+    keep.append(b)
+    mine = uses.inner.pop(id(a), {})
+    of = uses.of[id(a)]
+    for key, (p, slot) in mine.items():
+        _set_input(p, slot, b)
+        del of[key]
+    uses.of[id(b)] = dict(mine)
+    uses.inner[id(b)] = mine
+    return b
+
+
+def _region_order(root, cache):
+    """(inputs, fused): the region's outside inputs in first-use order and its nodes in
+    topological order (an iterative depth-first walk from the root)."""
+    inputs, fused, in_seen, done = [], [], set(), {id(root)}
+    stack = [(root, 0)]
+    while stack:
+        a, k = stack[-1]
+        if k < len(a._inputs):
+            stack[-1] = (a, k + 1)
+            x = a._inputs[k]
+            if id(x) not in cache:
+                if id(x) not in in_seen:
+                    in_seen.add(id(x))
+                    inputs.append(x)
+            elif id(x) not in done:
+                done.add(id(x))
+                stack.append((x, 0))
+        else:
+            stack.pop()
+            fused.append(a)
+    return inputs, fused
+
+
+def _rewire_region(inputs, outs, old_outputs, uses, output_map):
+    """The inputs' consumers inside the region become the compiled outputs; the old
+    outputs' consumers (and the function outputs) move to the compiled outputs."""
+    for k, x in enumerate(inputs):
+        uses.drop_inside(x)
+        for o in outs:
+            uses.add(x, o, k)
+    for new, old in zip(outs, old_outputs):
+        _merge_one(new, old, uses)
+        if id(old) in output_map:
+            output_map[id(old)] = new
 
 
 def compiled_nodes(ir, inputs, old_outputs) -> list:
@@ -200,16 +242,14 @@ def compiled_nodes(ir, inputs, old_outputs) -> list:
     return outs
 
 
-def _merge_one(dst, src, parents):
+def _merge_one(dst, src, uses):
     """Every consumer of `src` reads `dst` instead (MLX's merge_one)."""
-    src_parents = parents.pop(id(src), None)
-    if src_parents is None:
+    src_uses = uses.of.pop(id(src), None)
+    if src_uses is None:
         return
-    pairs = parents.setdefault(id(dst), [])
-    for p, slot in src_parents:
+    for p, slot in src_uses.values():
         _set_input(p, slot, dst)
-        pairs.append((p, slot))
-    pairs[:] = [(p, s) for p, s in pairs if p is not src]
+        uses.add(dst, p, slot)
 
 
 def _make_ir(inputs, fused, old_outputs, input_ids, rows=None, reduce_ndim=0,
