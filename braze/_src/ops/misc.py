@@ -126,8 +126,11 @@ def depends(inputs, dependencies):
     from ..prims.core import Depends
 
     single = isinstance(inputs, array)
-    ins = [inputs] if single else list(inputs)
-    deps = [dependencies] if isinstance(dependencies, array) else list(dependencies)
+    try:
+        ins = [inputs] if single else list(inputs)
+        deps = [dependencies] if isinstance(dependencies, array) else list(dependencies)
+    except TypeError:
+        ins = deps = []  # not a sequence: the message below names the op
     if not ins or not all(isinstance(x, array) for x in ins + deps):
         raise TypeError("[depends] Expected arrays or non-empty sequences of arrays.")
     out = bind(Depends(len(ins)), tuple(ins + deps))
