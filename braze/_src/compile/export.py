@@ -294,7 +294,7 @@ class FunctionExporter:
         self._sigs = []
         self._path = None
         if callback is None:
-            self._path = os.fspath(file)
+            self._path = _fspath(file, "export_function")
             self._index = _new_index(shapeless, metadata or "")
             self._index_pos = len(MAGIC)
             try:
@@ -499,7 +499,7 @@ class ImportedFunction:
 def import_function(file, return_metadata=False):
     """Read a function written by `mx.export_function` / `mx.exporter` (braze's format only).
     Returns the callable, or (callable, metadata string) with `return_metadata=True`."""
-    path = os.fspath(file)
+    path = _fspath(file, "import_function")
     try:
         f = open(path, "rb")
     except OSError as e:
@@ -517,6 +517,14 @@ def import_function(file, return_metadata=False):
             raise _corrupt(path, e) from None
     fn = ImportedFunction(path, functions, shapeless, metadata)
     return (fn, metadata) if return_metadata else fn
+
+
+def _fspath(file, op) -> str:
+    try:
+        return os.fspath(file)
+    except TypeError:
+        raise TypeError(f"[{op}] Expected a file path (str or os.PathLike), got "
+                        f"{type(file).__name__}.") from None
 
 
 def _corrupt(path, why) -> ValueError:
