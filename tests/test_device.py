@@ -223,3 +223,15 @@ def test_default_streams_are_per_thread():
     mx.set_default_stream(s)
     assert _in_thread(lambda: mx.default_stream(mx.cpu))["value"] == mx.Stream(mx.cpu, 0)
     assert mx.default_stream(mx.cpu) == s
+
+
+def test_async_eval_failure_surfaces_at_synchronize():
+    a = mx.linalg.inv(mx.array([[1.0, 2.0], [2.0, 4.0]]), stream=mx.cpu)
+    mx.async_eval(a)  # no error yet
+    with pytest.raises(RuntimeError, match=r"^\[Inverse"):
+        mx.synchronize(mx.cpu)
+    mx.synchronize()  # reported once
+    b = mx.array(1) + 1
+    mx.async_eval(b)
+    mx.synchronize()
+    assert b.item() == 2

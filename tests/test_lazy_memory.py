@@ -72,3 +72,55 @@ def test_large_buffers_are_cache_line_aligned():
     np.testing.assert_array_equal(d, src.astype(np.float32))
     b = mx.array(np.full((300, 300), 3.7), mx.int32)  # C conversion semantics kept
     np.testing.assert_array_equal(np.asarray(b), np.full((300, 300), 3, np.int32))
+
+
+# -- donation: unary ops write into a buffer nothing else can see (issue 13) --------------------
+N = 1 << 16  # float32 elements: 256 KiB, above the donation threshold
+
+
+def _peak_of(make_out):
+    mx.reset_peak_memory()
+    out = make_out()
+    mx.eval(out)
+    return mx.get_peak_memory(), out
+
+
+def test_unary_chain_through_views_holds_one_buffer():
+    x = mx.zeros((256, N // 256)) - 1
+    mx.eval(x)
+
+    def chain():
+        nonlocal x
+        y, x = x, None
+        for _ in range(5):
+            y = mx.stop_gradient(mx.reshape(mx.abs(y), (-1,)).T.T)
+            y = mx.negative(y)[: y.shape[0] - 1]
+        return mx.abs(y)
+    peak, out = _peak_of(chain)
+    assert peak < 6 * N and mx.get_active_memory() >= 4 * N  # one buffer (not two), counted
+    assert out.shape == (N - 5,) and np.asarray(out).min() == 1.0
+
+
+def test_no_donation_while_anything_else_sees_the_buffer():
+    x = mx.zeros((N,)) - 1
+    mx.eval(x)
+    y = mx.abs(x)  # x is still the caller's
+    mx.eval(y)
+    assert np.asarray(x)[0] == -1.0 and np.asarray(y)[0] == 1.0
+    w = x.reshape(256, -1)  # another view of x's buffer survives x
+    mx.eval(w)
+    v = mx.abs(x.reshape(-1, 256))
+    del x
+    mx.eval(v)
+    assert np.asarray(w)[0, 0] == -1.0
+    n = -np.ones(N, np.float32)  # a NumPy buffer the caller holds
+    z = mx.abs(mx.asarray(n))
+    mx.eval(z)
+    assert n[0] == -1.0 and np.asarray(z)[0] == 1.0
+    view = np.asarray(z)  # an exported view
+    zz = mx.negative(z)
+    del z
+    mx.eval(zz)
+    assert view[0] == 1.0 and np.asarray(zz)[0] == -1.0
+    b = mx.broadcast_to(mx.array(np.arange(256, dtype=np.float32) - 9), (256, 256))
+    np.testing.assert_array_equal(np.asarray(mx.negative(b))[3], 9 - np.arange(256))

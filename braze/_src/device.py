@@ -145,6 +145,7 @@ class _PerThread(threading.local):
     def __init__(self):
         self.streams = {_CPU: Stream(_CPU, 0)}
         self.tls = {}
+        self.error = None  # the failure of an async_eval, raised by the next synchronize
 
 
 _local = _PerThread()
@@ -311,10 +312,22 @@ def synchronize(stream=None) -> None:
     It does collect young reference cycles (cheap: generations 0 and 1). The outputs of a
     multi-output node point at each other, so siblings dropped unevaluated (`b, c = divmod(a,
     a); del b, c`) keep their inputs' buffers until the cycle collector runs, where MLX frees
-    them with the last handle; by a synchronize they are gone in braze too.
+    them with the last handle; by a synchronize they are gone in braze too. An earlier
+    `async_eval` that failed raises here (a RuntimeError), as in MLX.
     """
     to_stream(stream, "synchronize")
     gc.collect(1)
+    e, _local.error = _local.error, None
+    if e is not None:
+        if isinstance(e, RuntimeError):
+            raise e
+        raise RuntimeError(str(e)) from e
+
+
+def defer_error(e: Exception) -> None:
+    """Keep the failure of asynchronous work for the next `synchronize` (MLX's async_eval
+    reports kernel errors there)."""
+    _local.error = e
 
 
 def device_count(device_type) -> int:

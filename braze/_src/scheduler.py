@@ -132,6 +132,45 @@ def _run(a):
             s._siblings = None
 
 
+#: buffers below this size are not worth the reference checks of a donation
+DONATE_MIN_BYTES = 1 << 16
+_getrefcount = sys.getrefcount
+
+
+def _donate(fn, a, x) -> bool:
+    """Run the unary ufunc `fn` of node `a` in place in the buffer of its input `x` when
+    nothing else can see that buffer (MLX donates such buffers), so a chain of unary ops and
+    views holds one buffer. Returns whether it did (then `a` has its value).
+
+    Only a C-contiguous, writeable buffer of a's dtype qualifies (the same kernel loop as a
+    fresh output, so the same bits), and only when `x` is referenced by this node alone and
+    the buffer by `x` alone: `x._data` itself (counted by `x`), or the only view of an
+    ndarray that owns its memory (`a` counts it from now on, if its counting array is gone).
+    """
+    d = x._data
+    if (x._dtype is not a._dtype or d.nbytes < DONATE_MIN_BYTES or fn.nin != 1
+            or not d.flags.c_contiguous or not d.flags.writeable):
+        return False
+    # references: a._inputs, the parameter, getrefcount's argument; the slot, `d`, the argument
+    if _getrefcount(x) != 3 or _getrefcount(d) != 3:
+        return False
+    b = d.base
+    if b is not None and (type(b) is not np.ndarray or b.base is not None
+                          or _getrefcount(b) != 3):  # d.base, `b`, the argument
+        return False
+    fn(d, out=d)
+    a._data = d
+    if x._mem:  # x counts the buffer: the count moves with it
+        a._mem, x._mem = x._mem, 0
+    elif b is not None:  # the array that counted b is gone: a counts it now
+        c = memory.Counters
+        a._mem = b.nbytes
+        c.active += a._mem
+        if c.active > c.peak:
+            c.peak = c.active
+    return True
+
+
 def _drop_inputs(a):
     for x in a._inputs:
         x._nc -= 1
@@ -164,6 +203,12 @@ def eval_arrays(arrays) -> None:
             if n == 2:
                 out = prim.eval_cpu(ins[0]._data, ins[1]._data)[0]
             elif n == 1:
+                if ins[0]._nc == 1 and type(getattr(prim, "fn", None)) is np.ufunc \
+                        and _donate(prim.fn, a, ins[0]):
+                    ins[0]._nc = 0
+                    a._prim = None
+                    a._inputs = ()
+                    continue
                 out = prim.eval_cpu(ins[0]._data)[0]
             else:
                 out = prim.eval_cpu(*[x._data for x in ins])[0]
@@ -180,6 +225,7 @@ def eval_arrays(arrays) -> None:
                 x._nc -= 1
             a._prim = None
             a._inputs = ()
+            out = x = None  # no lingering references: donation counts them (`_donate`)
     finally:
         if pool:
             pool["set"](prev)

@@ -6,6 +6,7 @@ import os
 from .. import dtypes as D
 from .. import tree
 from ..array import TraceState, array
+from ..device import defer_error
 from ..graph import to_dot
 from ..scheduler import eval_arrays
 
@@ -48,7 +49,10 @@ def async_eval(*args) -> None:
     refuses to run inside a transformation (grad, vmap, compile traces)."""
     if TraceState.depth:
         raise ValueError("[async_eval] Not allowed inside a graph transformation.")
-    eval(*args)
+    try:
+        eval(*args)
+    except Exception as e:  # noqa: BLE001 - as MLX: a failure surfaces at synchronize
+        defer_error(e)
 
 
 def export_to_dot(file, *args, **kwargs) -> None:
