@@ -660,6 +660,8 @@ class Pad(Primitive):
         if ax_v is None:
             return [bind(prim, (x, value))], [0]
         # a value per example: pad with zeros, then fill the border from the batched value
+        # (deliberately beyond MLX, whose Pad::vmap refuses a batched value with a ValueError;
+        # tests/test_transforms_shape.py checks this against per-example results)
         zero = ops.zeros((), x.dtype)
         padded = bind(prim, (x, zero))
         inside = bind(prim, (ops.ones(x.shape, D.bool_), ops.zeros((), D.bool_)))
