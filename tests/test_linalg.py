@@ -332,3 +332,72 @@ def test_hadamard_orders_12_20_28(m):
     assert np.array_equal(h @ h.T, m * np.eye(m))
     mlx = pytest.importorskip("mlx.core")
     assert np.array_equal(h, np.asarray(mlx.hadamard_transform(mlx.eye(m), scale=1.0)).T)
+
+
+# -- block_masked_mm / segmented_mm -----------------------------------------------------------
+def test_block_masked_mm_mask_gradients_and_bool_masks():
+    a, b = mx.array(_r(40, 50)), mx.array(_r(50, 33))
+    lm, rm = mx.array(np.abs(_r(2, 2))), mx.array(np.abs(_r(2, 2)))
+    om = mx.array(np.abs(_r(2, 2)))
+
+    def f(lm, rm, om):
+        return mx.block_masked_mm(a, b, 32, om, lm, rm).sum()
+
+    def ref(lm, rm, om):  # the same product through expanded masks
+        ex = lambda m, r, c: mx.repeat(mx.repeat(m, 32, 0), 32, 1)[:r, :c]  # noqa: E731
+        return (((a * ex(lm, 40, 50)) @ (b * ex(rm, 50, 33))) * ex(om, 40, 33)).sum()
+
+    for g, w in zip(mx.grad(f, (0, 1, 2))(lm, rm, om), mx.grad(ref, (0, 1, 2))(lm, rm, om)):
+        assert np.allclose(g, w, rtol=1e-4, atol=1e-3)
+    # bool masks drop whole blocks, NaN included; their gradient is MLX's error
+    x = np.ones((64, 32), np.float32)
+    x[:32] = np.nan
+    keep = mx.array([[False], [True]])
+    out = mx.block_masked_mm(mx.array(x), mx.ones((32, 32)), 32, None, keep, mx.array([[True]]))
+    assert np.asarray(out)[::32, 0].tolist() == [0.0, 32.0]
+    with pytest.raises(ValueError, match=r"^\[BlockMaskedMM\] Cannot calculate VJP with respect "
+                       "to boolean masks"):
+        mx.grad(lambda a: mx.block_masked_mm(a, b, 32, None, a[:2, :2] > 0, None).sum())(a)
+
+
+@pytest.mark.parametrize("call,exc,msg", [
+    (lambda: mx.block_masked_mm(mx.ones((4, 4)), mx.ones((4, 4)), 16, mx.ones((1, 1))),
+     ValueError, r"Only block_sizes 32, 64 are supported"),
+    (lambda: mx.block_masked_mm(mx.ones((4, 4), mx.int32), mx.ones((4, 4), mx.int32), 32,
+                                mx.ones((1, 1))), ValueError, "Only real floating point"),
+    (lambda: mx.block_masked_mm(mx.array(1.0), mx.ones((4, 4)), 32, mx.ones((1, 1))),
+     ValueError, "0 dimension input"),
+    (lambda: mx.block_masked_mm(mx.ones((4, 3)), mx.ones((4, 4)), 32, mx.ones((1, 1))),
+     ValueError, "Last dimension of first input"),
+    (lambda: mx.block_masked_mm(mx.ones((40, 40)), mx.ones((40, 40)), 32, mx.ones((3, 3))),
+     ValueError, "broadcast"),
+    (lambda: mx.segmented_mm(mx.ones((2, 10, 10)), mx.ones((10, 10)),
+                             mx.array([[0, 5]], mx.uint32)), ValueError, "Batched matmul"),
+    (lambda: mx.segmented_mm(mx.ones((2, 10)), mx.ones((10, 3)), mx.array([0, 5, 10])),
+     ValueError, r"segments should have shape \(\.\.\., 2\)"),
+    (lambda: mx.segmented_mm(mx.ones((2, 10)), mx.ones((10, 3)), mx.array([[0.0, 5.0]])),
+     ValueError, "Segments must be integral"),
+    (lambda: mx.segmented_mm(mx.ones((2, 10), mx.int32), mx.ones((10, 3), mx.int32),
+                             mx.array([[0, 5]])), ValueError, "Only real floating point"),
+    (lambda: mx.segmented_mm(mx.ones((2, 10)), mx.ones((9, 3)), mx.array([[0, 5]])),
+     ValueError, "must match"),
+])
+def test_block_masked_and_segmented_mm_errors(call, exc, msg):
+    with pytest.raises(exc, match=r"^\[(block_masked_mm|segmented_mm|broadcast_shapes)\].*" + msg):
+        call()
+
+
+def test_segmented_mm_gradients_and_bounds():
+    a, b = mx.array(_r(3, 10)), mx.array(_r(10, 4))
+    seg = mx.array([[0, 3], [3, 3], [6, 2], [2, 30]], mx.uint32)  # empty, reversed, past K
+    out = mx.segmented_mm(a, b, seg)
+    assert np.allclose(out[3], a[:, 2:] @ b[2:], atol=1e-5)
+    assert not np.any(np.asarray(out[1:3]))
+    g = mx.grad(lambda a, b: (mx.segmented_mm(a, b, seg) ** 2).sum(), (0, 1))(a, b)
+    w = mx.grad(lambda a, b: ((a[:, :3] @ b[:3]) ** 2).sum() + ((a[:, 2:] @ b[2:]) ** 2).sum(),
+                (0, 1))(a, b)
+    for x, y in zip(g, w):
+        assert np.allclose(x, y, atol=1e-4)
+    with pytest.raises(ValueError, match=r"^\[SegmentedMM\].*stop_gradient"):
+        mx.grad(lambda s: mx.segmented_mm(a, b, mx.astype(s, mx.uint32)).sum())(
+            mx.array([[0.0, 3.0]]))

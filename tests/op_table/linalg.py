@@ -210,3 +210,81 @@ _case("hadamard_transform", lambda x: mx.hadamard_transform(x, scale=0.5),
 for _m, _shape in ((12, (3, 24)), (20, (2, 20)), (28, (2, 56))):
     _case("hadamard_transform", mx.hadamard_transform, lambda x: _np_hadamard(x, None),
           _ins(_shape), dtypes=("float32", "float16"), variant=f"m{_m}")
+
+
+# -- block_masked_mm (issue 13): block masks expanded by index arithmetic --------------------
+def _np_block_expand(mask, bs, rows, cols):
+    m = np.asarray(mask, np.float64)
+    return m[..., np.arange(rows) // bs, :][..., np.arange(cols) // bs]
+
+
+def ref_block_masked_mm(a, b, bs, o=None, lm=None, rm=None):
+    a2 = a[None] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    if o is not None:  # a 1-D operand's axis is added to the out mask too
+        o = o[..., None, :] if a.ndim == 1 else o
+        o = o[..., None] if b.ndim == 1 else o
+    if lm is not None:
+        lm = lm[..., None, :] if a.ndim == 1 else lm
+        a2 = a2 * _np_block_expand(lm, bs, *a2.shape[-2:])
+    if rm is not None:
+        rm = rm[..., None] if b.ndim == 1 else rm
+        b2 = b2 * _np_block_expand(rm, bs, *b2.shape[-2:])
+    out = a2 @ b2
+    if o is not None:
+        out = out * _np_block_expand(o, bs, *out.shape[-2:])
+    if b.ndim == 1:
+        out = out[..., 0]
+    if a.ndim == 1:
+        out = out[..., 0, :] if b.ndim != 1 else out[..., 0]
+    return out
+
+
+def _bmm_ins(sa, sb, masks, kind="float"):
+    def f(rng, dt):
+        mk = (lambda s: gen(rng, s, "bool")) if kind == "bool" else (lambda s: gen(rng, s, dt))
+        return (gen(rng, sa, dt), gen(rng, sb, dt)) + tuple(mk(s) for s in masks)
+    return f
+
+
+_case("block_masked_mm", lambda a, b, o, lm, rm: mx.block_masked_mm(a, b, 32, o, lm, rm),
+      lambda a, b, o, lm, rm: ref_block_masked_mm(a, b, 32, o, lm, rm),
+      _bmm_ins((40, 50), (50, 33), [(2, 2), (2, 2), (2, 2)]), dtypes=("float32",),
+      variant="float_masks")
+_case("block_masked_mm", lambda a, b, o, lm, rm: mx.block_masked_mm(a, b, 32, o, lm, rm),
+      lambda a, b, o, lm, rm: ref_block_masked_mm(a, b, 32, o, lm, rm),
+      _bmm_ins((2, 40, 50), (50, 33), [(2, 2), (2, 2, 2), (2, 2)], "bool"), dtypes=("float32",),
+      variant="bool_masks_batched")
+_case("block_masked_mm", lambda a, b, o: mx.block_masked_mm(a, b, 64, mask_out=o),
+      lambda a, b, o: ref_block_masked_mm(a, b, 64, o),
+      _bmm_ins((2, 1, 70, 20), (3, 20, 65), [(2, 3, 2, 2)]), dtypes=("float32",),
+      variant="out_mask_broadcast")
+_case("block_masked_mm", lambda a, b, lm: mx.block_masked_mm(a, b, 32, mask_lhs=lm),
+      lambda a, b, lm: ref_block_masked_mm(a, b, 32, None, lm),
+      _bmm_ins((33, 40), (40, 5), [(2, 2)]), dtypes=("float32",), variant="lhs_mask_only")
+_case("block_masked_mm", lambda a, b, o, lm: mx.block_masked_mm(a, b, 32, o, lm),
+      lambda a, b, o, lm: ref_block_masked_mm(a, b, 32, o, lm),
+      _bmm_ins((40,), (40, 35), [(2,), (2,)]), dtypes=("float32",), variant="vector_lhs")
+
+
+# -- segmented_mm (issue 13): a loop over the segments ----------------------------------------
+def ref_segmented_mm(a, b, seg):
+    flat = seg.reshape(-1, 2)
+    out = np.zeros((len(flat), a.shape[0], b.shape[1]))
+    for i, (k0, k1) in enumerate(flat):
+        for k in range(max(int(k0), 0), min(int(k1), a.shape[1])):
+            out[i] += np.outer(a[:, k], b[k])
+    return out.reshape(seg.shape[:-1] + out.shape[1:])
+
+
+def _seg_ins(m, k, n, seg):
+    return lambda rng, dt: (gen(rng, (m, k), dt), gen(rng, (k, n), dt),
+                            np.array(seg, np.uint32))
+
+
+_case("segmented_mm", mx.segmented_mm, ref_segmented_mm,
+      _seg_ins(3, 10, 4, [[0, 3], [3, 3], [3, 10], [2, 8]]), dtypes=("float32", "float64"),
+      variant="segments")
+_case("segmented_mm", mx.segmented_mm, ref_segmented_mm,
+      _seg_ins(2, 6, 5, [[[0, 2], [4, 1]], [[1, 6], [0, 6]]]), dtypes=("float32", "float16"),
+      variant="nested_segments")

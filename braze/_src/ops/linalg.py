@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind
-from ..prims.linalg import AddMM, Einsum, Matmul
+from ..prims.linalg import AddMM, BlockMaskedMM, Einsum, Matmul, SegmentedMM
 from ..prims.shape import BroadcastAxes, ExpandDims, Reshape, Squeeze
 from ..prims.unary import STOP_GRADIENT
 from ..scheduler import CompileTraces
@@ -28,8 +28,8 @@ from ._helpers import (
     check_dims,
 )
 
-__all__ = ["matmul", "addmm", "inner", "outer", "tensordot", "einsum", "einsum_path", "kron",
-           "vecdot", "hadamard_transform"]
+__all__ = ["matmul", "addmm", "block_masked_mm", "segmented_mm", "inner", "outer", "tensordot",
+           "einsum", "einsum_path", "kron", "vecdot", "hadamard_transform"]
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -127,6 +127,84 @@ def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
     c2 = c if c.shape == final else broadcast_to_shape(c, final)
     c2 = bind(ExpandDims(squeeze), (c2,)) if squeeze else c2
     return _squeeze(bind(AddMM(float(alpha), float(beta)), (c2, a2, b2)), squeeze)
+
+
+# -- block_masked_mm / segmented_mm -----------------------------------------------------------
+def _real_float(a, b, op):
+    dt = D.promote(a.dtype, b.dtype)
+    if dt.kind != "f":
+        raise ValueError(f"[{op}] Only real floating point types are supported but "
+                         f"{a.dtype.name} and {b.dtype.name} were provided which results in "
+                         f"{dt.name}, which is not a real floating point type.")
+    return astype(a, dt), astype(b, dt)
+
+
+def _block_mask(mask, squeeze_axes, shape, dt, op):
+    """A user block mask: 1-D operands' axes added back, cast, broadcast to `shape`."""
+    m = _arr(mask, op)
+    for ax in squeeze_axes:  # negative: counted from the end of the result
+        m = bind(ExpandDims((m.ndim + 1 + ax,)), (m,))
+    if broadcast_shapes(m.shape, shape, op=op) != shape:
+        raise ValueError(f"[{op}] Cannot broadcast a block mask of shape {m.shape} to the "
+                         f"block shape {shape}.")
+    return broadcast_to_shape(astype(m, dt), shape)
+
+
+def block_masked_mm(a, b, /, block_size=64, mask_out=None, mask_lhs=None, mask_rhs=None, *,
+                    stream=None) -> array:
+    """a @ b with block_size x block_size blocks of the output and of either operand masked:
+    a bool mask keeps or zeroes a block, a float one scales it (masks have shape
+    (..., ceil(rows / block_size), ceil(cols / block_size)) and broadcast like the batch)."""
+    op = "block_masked_mm"
+    a, b = _arr(a, op), _arr(b, op)
+    if mask_out is None and mask_lhs is None and mask_rhs is None:
+        return matmul(a, b)
+    if isinstance(block_size, bool) or block_size not in (32, 64):
+        raise ValueError(f"[{op}] Only block_sizes 32, 64 are supported. Got block size "
+                         f"{block_size}.")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"[{op}] Got 0 dimension input. Inputs must have at least one "
+                         "dimension.")
+    a, b = _real_float(a, b, op)
+    a2, b2, squeeze = _matmul_operands(a, b, op)
+    batch, bs = a2.shape[:-2], int(block_size)
+    (tm, tk), tn = (-(-d // bs) for d in a2.shape[-2:]), -(-b2.shape[-1] // bs)
+    inputs = [a2, b2]
+    if mask_out is not None:
+        m = _arr(mask_out, op)
+        dt = D.bool_ if m.dtype == D.bool_ else a2.dtype
+        inputs.append(_block_mask(m, [-2] * (a.ndim == 1) + [-1] * (b.ndim == 1),
+                                  batch + (tm, tn), dt, op))
+    has_operand = mask_lhs is not None or mask_rhs is not None
+    if has_operand:
+        ml = _arr(True if mask_lhs is None else mask_lhs, op)
+        mr = _arr(True if mask_rhs is None else mask_rhs, op)
+        dt = D.bool_ if ml.dtype == mr.dtype == D.bool_ else a2.dtype
+        inputs.append(_block_mask(ml, [-2] * (a.ndim == 1), batch + (tm, tk), dt, op))
+        inputs.append(_block_mask(mr, [-1] * (b.ndim == 1), batch + (tk, tn), dt, op))
+    prim = BlockMaskedMM(bs, mask_out is not None, has_operand)
+    return _squeeze(bind(prim, tuple(inputs)), squeeze)
+
+
+def segmented_mm(a, b, /, segments, *, stream=None) -> array:
+    """out[s...] = a[:, k0:k1] @ b[k0:k1, :] for each segment [k0, k1) of the inner axis
+    (segments of shape (..., 2)); an empty segment gives zeros."""
+    op = "segmented_mm"
+    a, b, seg = _arr(a, op), _arr(b, op), _arr(segments, op)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"[{op}] Batched matmul not supported: expected 2-D inputs, got "
+                         f"shapes {a.shape} and {b.shape}.")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"[{op}] Last dimension of first input with shape {a.shape} must "
+                         f"match first dimension of second input with shape {b.shape}.")
+    if seg.ndim < 1 or seg.shape[-1] != 2:
+        raise ValueError(f"[{op}] The segments should have shape (..., 2) but {seg.shape} was "
+                         "provided.")
+    a, b = _real_float(a, b, op)
+    if seg.dtype.kind not in "ui":
+        raise ValueError(f"[{op}] Got segments with invalid dtype {seg.dtype.name}. Segments "
+                         "must be integral.")
+    return bind(SegmentedMM(), (a, b, astype(seg, D.uint32)))
 
 
 # -- einsum -----------------------------------------------------------------------------------

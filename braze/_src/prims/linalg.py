@@ -260,3 +260,221 @@ class Einsum(Primitive):
                 new_ins.append(letter + s)
                 args.append(ops.moveaxis(x, ax, 0))
         return [ops.einsum(",".join(new_ins) + "->" + letter + out, *args)], [0]
+
+
+# -- BlockMaskedMM ----------------------------------------------------------------------------
+def _tiles(n, bs):
+    return -(-n // bs)
+
+
+def _np_expand(mask, bs, rows, cols):
+    """A (..., tiles, tiles) block mask as a (..., rows, cols) element mask."""
+    return np.repeat(np.repeat(mask, bs, axis=-2), bs, axis=-1)[..., :rows, :cols]
+
+
+def _np_masked(x, mask, bs):
+    """Bool masks keep or zero whole blocks (so NaN in a dropped block is gone, as in MLX);
+    float masks scale them."""
+    m = _np_expand(mask, bs, x.shape[-2], x.shape[-1])
+    return np.where(m, x, 0).astype(x.dtype, copy=False) if m.dtype == np.bool_ else x * m
+
+
+def _expand(mask, bs, rows, cols):
+    """The braze-ops form of `_np_expand` (transform rules only)."""
+    lead, ty, tx = tuple(mask.shape[:-2]), mask.shape[-2], mask.shape[-1]
+    m = ops.broadcast_to(ops.expand_dims(mask, (-3, -1)), lead + (ty, bs, tx, bs))
+    return ops.reshape(m, lead + (ty * bs, tx * bs))[..., :rows, :cols]
+
+
+def _masked(x, mask, bs):
+    if mask is None:
+        return x
+    m = _expand(mask, bs, x.shape[-2], x.shape[-1])
+    return ops.where(m, x, ops.zeros_like(x)) if mask.dtype == D.bool_ else x * m
+
+
+def _block_sum(x, bs):
+    """(..., rows, cols) -> (..., tiles, tiles): the sum over each block (zero-padded)."""
+    rows, cols = x.shape[-2], x.shape[-1]
+    ty, tx = _tiles(rows, bs), _tiles(cols, bs)
+    nd = x.ndim
+    x = ops.pad(x, [(0, 0)] * (nd - 2) + [(0, ty * bs - rows), (0, tx * bs - cols)])
+    x = ops.reshape(x, tuple(x.shape[:-2]) + (ty, bs, tx, bs))
+    return ops.sum(x, axis=(-3, -1))
+
+
+@dataclass(frozen=True)
+class BlockMaskedMM(Primitive):
+    """Inputs (a, b[, out_mask][, lhs_mask, rhs_mask]): ((a * L) @ (b * R)) * O with each mask
+    given per block_size x block_size block and expanded; a bool mask keeps or zeroes its
+    blocks, a float one (a's dtype) scales them. The op layer broadcasts every batch axis and
+    casts the masks, as MLX does."""
+
+    block_size: int
+    has_out: bool
+    has_operand: bool
+
+    def _split(self, xs):
+        a, b, rest = xs[0], xs[1], list(xs[2:])
+        o = rest.pop(0) if self.has_out else None
+        lm, rm = (rest[0], rest[1]) if self.has_operand else (None, None)
+        return a, b, o, lm, rm
+
+    def abstract_eval(self, *xs):
+        a, b = xs[0], xs[1]
+        return [(matmul_shape(a.shape, b.shape, "block_masked_mm"), a.dtype)]
+
+    def eval_cpu(self, *xs):
+        _blas_threads()
+        a, b, o, lm, rm = self._split(xs)
+        bs = self.block_size
+        a, b = _compute(a), _compute(b)
+        if lm is not None:
+            a, b = _np_masked(a, _compute(lm), bs), _np_masked(b, _compute(rm), bs)
+        out = np.matmul(a, b)
+        if o is not None:
+            out = _np_masked(out, _compute(o), bs)
+        return [out.astype(xs[0].dtype, copy=False)]
+
+    def _index(self, name):
+        order = ["a", "b"] + (["out"] if self.has_out else []) + \
+            (["lhs", "rhs"] if self.has_operand else [])
+        return order.index(name) if name in order else -1
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        a, b, o, lm, rm = self._split(primals)
+        bs = self.block_size
+        for i in argnums:
+            if i in (self._index("lhs"), self._index("rhs")) and primals[i].dtype == D.bool_:
+                raise ValueError("[BlockMaskedMM] Cannot calculate VJP with respect to boolean "
+                                 "masks. Use stop_gradient on masks to stop gradients from "
+                                 "being computed.")
+        am, bm = _masked(a, lm, bs), _masked(b, rm, bs)
+        dc = _masked(cotangents[0], o, bs)
+        grads = {}
+        if {0, self._index("lhs")} & set(argnums):
+            grads["da"] = ops.matmul(dc, _swap(bm))  # before the lhs mask
+        if {1, self._index("rhs")} & set(argnums):
+            grads["db"] = ops.matmul(_swap(am), dc)
+        out = []
+        for i in argnums:
+            if i == 0:
+                out.append(_masked(grads["da"], lm, bs))
+            elif i == 1:
+                out.append(_masked(grads["db"], rm, bs))
+            elif i == self._index("out"):
+                # d/dO of C * O is C, the unmasked product (MLX 0.32.4 uses C * O here)
+                out.append(None if o.dtype == D.bool_ else
+                           _block_sum(cotangents[0] * ops.matmul(am, bm), bs))
+            elif i == self._index("lhs"):
+                out.append(_block_sum(a * grads["da"], bs))
+            else:
+                out.append(_block_sum(b * grads["db"], bs))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        a, b, o, lm, rm = self._split(primals)
+        bs = self.block_size
+        am, bm = _masked(a, lm, bs), _masked(b, rm, bs)
+        total = None
+        for i, t in zip(argnums, tangents):
+            if primals[i].dtype == D.bool_:
+                continue
+            if i == 0:
+                term = _masked(ops.matmul(_masked(t, lm, bs), bm), o, bs)
+            elif i == 1:
+                term = _masked(ops.matmul(am, _masked(t, rm, bs)), o, bs)
+            elif i == self._index("out"):
+                term = ops.matmul(am, bm) * _expand(t, bs, a.shape[-2], b.shape[-1])
+            elif i == self._index("lhs"):
+                term = _masked(ops.matmul(a * _expand(t, bs, *a.shape[-2:]), bm), o, bs)
+            else:
+                term = _masked(ops.matmul(am, b * _expand(t, bs, *b.shape[-2:])), o, bs)
+            total = term if total is None else total + term
+        if total is None:
+            total = ops.zeros(tuple(a.shape[:-1]) + (b.shape[-1],), a.dtype)
+        return [total]
+
+    def vmap(self, inputs, axes):
+        # every input carries the batch axes, so a leading vmapped axis (size 1 where an input
+        # is unbatched) is one more batch axis for the op to broadcast
+        moved = [ops.expand_dims(x, 0) if ax is None else ops.moveaxis(x, ax, 0)
+                 for x, ax in zip(inputs, axes)]
+        a, b, o, lm, rm = self._split(moved)
+        return [ops.block_masked_mm(a, b, self.block_size, o, lm, rm)], [0]
+
+
+# -- SegmentedMM ------------------------------------------------------------------------------
+def segment_masks(segments, k):
+    """(..., 2) segments [start, end) -> (..., k) float masks of the inner indices they cover
+    (transform rules only; an empty or reversed segment covers nothing)."""
+    idx = ops.arange(k, dtype=D.int64)
+    s = ops.astype(segments, D.int64)
+    return ops.logical_and(idx >= s[..., 0:1], idx < s[..., 1:2])
+
+
+@dataclass(frozen=True)
+class SegmentedMM(Primitive):
+    """Inputs (a (M, K), b (K, N), segments (..., 2) uint32): out[s...] = a[:, k0:k1] @
+    b[k0:k1, :] for [k0, k1) = segments[s...]; zeros where k1 <= k0; bounds are clipped to
+    [0, K] (MLX reads out of bounds there)."""
+
+    def abstract_eval(self, a, b, seg):
+        return [(tuple(seg.shape[:-1]) + (a.shape[0], b.shape[1]), a.dtype)]
+
+    def eval_cpu(self, a, b, seg):
+        _blas_threads()
+        M, K, N = a.shape[0], a.shape[1], b.shape[1]
+        ac, bc = _compute(a), _compute(b)
+        flat = np.clip(seg.reshape(-1, 2).astype(np.int64), 0, K)
+        out = np.zeros((flat.shape[0], M, N), ac.dtype)
+        for i, (k0, k1) in enumerate(flat):
+            if k1 > k0:
+                out[i] = ac[:, k0:k1] @ bc[k0:k1]
+        return [out.reshape(tuple(seg.shape[:-1]) + (M, N)).astype(a.dtype, copy=False)]
+
+    def _masks(self, a, seg):
+        m = segment_masks(seg, a.shape[1])
+        return ops.astype(m, a.dtype)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        a, b, seg = primals
+        g = cotangents[0]
+        m = self._masks(a, seg)  # (S..., K)
+        ns = seg.ndim - 1
+        out = []
+        for i in argnums:
+            if i == 0:  # sum_s (g[s] @ b^T) * m[s]
+                t = ops.matmul(g, ops.transpose(b)) * ops.expand_dims(m, -2)
+                out.append(ops.sum(t, axis=tuple(range(ns))) if ns else t)
+            elif i == 1:  # sum_s m[s][:, None] * (a^T @ g[s])
+                t = ops.matmul(ops.transpose(a), g) * ops.expand_dims(m, -1)
+                out.append(ops.sum(t, axis=tuple(range(ns))) if ns else t)
+            else:
+                raise ValueError("[SegmentedMM] Cannot calculate VJP with respect to segments. "
+                                 "Use stop_gradient on segments to stop gradients from being "
+                                 "computed.")
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        a, b, seg = primals
+        total = None
+        for i, t in zip(argnums, tangents):
+            if i == 2:
+                continue
+            term = ops.segmented_mm(t, b, seg) if i == 0 else ops.segmented_mm(a, t, seg)
+            total = term if total is None else total + term
+        if total is None:
+            total = ops.zeros(self.abstract_eval(*primals)[0][0], a.dtype)
+        return [total]
+
+    def vmap(self, inputs, axes):
+        # masked products, batched along a leading axis: (n, S..., M, N) from a (n|1, M, K),
+        # b (n|1, K, N) and the (n|1, S..., K) masks of the segments
+        a, b, seg = [ops.expand_dims(x, 0) if ax is None else ops.moveaxis(x, ax, 0)
+                     for x, ax in zip(inputs, axes)]
+        ns = seg.ndim - 2
+        m = ops.expand_dims(ops.astype(segment_masks(seg, a.shape[-1]), a.dtype), -2)
+        a = ops.reshape(a, (a.shape[0],) + (1,) * ns + tuple(a.shape[1:]))
+        b = ops.reshape(b, (b.shape[0],) + (1,) * ns + tuple(b.shape[1:]))
+        return [ops.matmul(a * m, b)], [0]
