@@ -401,3 +401,17 @@ def test_segmented_mm_gradients_and_bounds():
     with pytest.raises(ValueError, match=r"^\[SegmentedMM\].*stop_gradient"):
         mx.grad(lambda s: mx.segmented_mm(a, b, mx.astype(s, mx.uint32)).sum())(
             mx.array([[0.0, 3.0]]))
+
+
+@pytest.mark.parametrize("n", [1, 2, 64, 24, 112])
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_hadamard_half_rounding_is_mlx(n, dt):
+    # MLX's kernel rounds after every butterfly stage (adjacent pairs first) and once after the
+    # H_m stage and the scale; braze follows it, so half results are MLX's bit for bit
+    mlx = pytest.importorskip("mlx.core")
+    x = _r(3, n)
+    for scale in (None, 0.34):
+        got = mx.hadamard_transform(mx.array(x).astype(getattr(mx, dt)), scale=scale)
+        want = mlx.hadamard_transform(mlx.array(x).astype(getattr(mlx, dt)), scale=scale)
+        assert np.array_equal(np.asarray(got.astype(mx.float32)),
+                              np.asarray(want.astype(mlx.float32)))

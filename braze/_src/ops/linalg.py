@@ -560,13 +560,19 @@ def hadamard_transform(a, scale=None, stream=None) -> array:
     k = p.bit_length() - 1
     lead = a.shape[:-1]
     x = _reshape(x, lead + (m,) + (2,) * k)
-    for j in range(len(lead) + 1, len(lead) + 1 + k):
+    # stages in MLX's order (adjacent pairs first), each rounded to dt as MLX's kernel does
+    for j in reversed(range(len(lead) + 1, len(lead) + 1 + k)):
         lo, hi = split(x, 2, axis=j)
         x = concatenate([add(lo, hi), subtract(lo, hi)], axis=j)
-    if m > 1:
-        x = matmul(array(_HADAMARD_M[m](), dt), _reshape(x, lead + (m, p)))
-    x = _reshape(x, a.shape)
-    return x if scale == 1 else multiply(x, array(scale, dt))
+    if m == 1:  # the scale is a float32 (MLX scales each rounded value in float) ...
+        x = _reshape(x, a.shape)
+        if scale == 1 or n == 1:  # ... except for n = 1, a multiply by the scale in dt
+            return x if scale == 1 else multiply(x, array(scale, dt))
+        return astype(multiply(astype(x, D.float32), array(scale, D.float32)), dt)
+    # MLX: the H_m stage and the scale in float, rounded once
+    x = matmul(array(_HADAMARD_M[m](), D.float32), astype(_reshape(x, lead + (m, p)), D.float32))
+    x = x if scale == 1 else multiply(x, array(scale, D.float32))
+    return astype(_reshape(x, a.shape), dt)
 
 
 def vecdot(a, b, /, *, axis=-1, stream=None) -> array:
