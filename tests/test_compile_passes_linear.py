@@ -10,13 +10,13 @@ tests/test_compile_passes_linear.py` only after checking the fused graphs by han
 import hashlib
 import json
 import os
+import sys
 import time
 
 import pytest
 
 import braze.core as mx
 import braze.nn as nn
-from braze._src.compile import api
 from braze._src.compile import simplify as S
 
 
@@ -176,20 +176,59 @@ def test_regenerate_golden(monkeypatch):
 
 
 # -- linear time ----------------------------------------------------------------------------
+_PASS_FILES = {os.path.join(os.path.dirname(S.__file__), f)
+               for f in ("simplify.py", "fuse_rows.py", "fuse.py", "tape.py", "trace.py")}
+
+
+def _work(fn, args, kw=None) -> int:
+    """Python lines the compile passes execute on the first call (a deterministic measure of
+    their work, unlike wall time on a shared machine)."""
+    count = [0]
+
+    def local(frame, event, arg):
+        if event == "line":
+            count[0] += 1
+        return local
+
+    def calls(frame, event, arg):
+        return local if frame.f_code.co_filename in _PASS_FILES else None
+
+    c = mx.compile(fn, **(kw or {}))
+    sys.settrace(calls)
+    try:
+        c(*args)
+    finally:
+        sys.settrace(None)
+    return count[0]
+
+
 def _long_chain(n):
-    def f(x, y):
+    """n iterations of sin, then `* c + d` (3n/2 ops): each scalar's broadcast (merged by
+    CSE) feeds n/2 nodes, which the earlier fuse rescanned at each of its ~n splits."""
+    def f(x):
         for i in range(n):
-            k = i % 3
-            x = mx.sin(x) if k == 0 else x * 1.0001 if k == 1 else x + y
+            x = x * 1.0001 + 0.5 if i % 2 else mx.sin(x)
         return x
     return f
 
 
-def test_long_chain_passes_are_fast():
-    """A 3000-op chain whose scalar broadcast has 1000 consumers: the earlier fuse split it
-    once per consumer and rescanned all consumers each time (several seconds)."""
-    f = mx.compile(_long_chain(3000))
+def test_long_chain_passes_work_linearly():
+    small = _work(_long_chain(1000), (mx.ones((8,)),))
+    big = _work(_long_chain(2000), (mx.ones((8,)),))  # 3000 ops
+    assert big / small < 2.3, (small, big)  # the quadratic passes: 3.0
+
+
+def test_mlp_value_and_grad_passes_work_linearly():
+    def case(layers):
+        params = [(mx.ones((8, 8)) * 0.1, mx.zeros((8,))) for _ in range(layers)]
+        return _work(mlp, (params, mx.ones((4, 8))))
+    small, big = case(25), case(50)
+    assert big / small < 2.3, (small, big)
+
+
+def test_long_chain_compiles_fast():
+    f = mx.compile(_long_chain(2000))
     t0 = time.perf_counter()
-    f(mx.ones((8,)), mx.ones((8,)))
+    f(mx.ones((8,)))
     assert time.perf_counter() - t0 < 5.0
     assert f.stats()["fused_kernels"] > 100

@@ -24,6 +24,8 @@ into their primitives (same formulas as their `eval_cpu`), so they fuse too.
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from .. import dtypes as D
@@ -258,30 +260,112 @@ def _grow(seed, space, nodes, pos, cons, taken, output_ids):
             if id(c) not in reach:
                 reach.add(id(c))
                 todo.append(c)
-    start = max(pos[id(s)] for s in sinks)
-    roots = {id(s) for s in sinks}
-    members, feeds = {}, set()
-    for i in range(start, -1, -1):
-        a = nodes[i]
-        if id(a) in taken:
-            if any(id(c) in members or id(c) in feeds for c in cons.get(id(a), ())):
-                feeds.add(id(a))
-            continue
-        cs = cons.get(id(a), ())
-        related = id(a) in roots or any(id(c) in members or id(c) in feeds for c in cs)
-        if not related:
-            continue
-        row = space.row(a)
-        if row is None or any(id(c) in feeds for c in cs) or len(members) >= MAX_OPS:
-            feeds.add(id(a))
-            continue
-        members[id(a)] = row
+    members = _walk_back(sinks, space, nodes, pos, cons, taken)
     if id(seed) not in members or len(members) < 2:
         return None
-    n_in = len({id(x) for a in nodes if id(a) in members for x in a._inputs} - set(members))
-    n_out = sum(1 for a in nodes if id(a) in members and (id(a) in output_ids or (
-        not _splits(a, members) and any(id(c) not in members for c in cons.get(id(a), ())))))
+    order = sorted(pos[i] for i in members)
+    n_in = len({id(x) for i in order for x in nodes[i]._inputs} - set(members))
+    n_out = sum(1 for i in order if _is_output(nodes[i], members, cons, output_ids))
     return members if n_in + n_out <= MAX_ARRAYS else None
+
+
+def _is_output(a, members, cons, output_ids) -> bool:
+    return id(a) in output_ids or (not _splits(a, members) and any(
+        id(c) not in members for c in cons.get(id(a), ())))
+
+
+def _walk_back(roots, space, nodes, pos, cons, taken):
+    """Grow the region backwards from the roots, in decreasing tape position: a root, or a
+    node a member reads, joins when it qualifies and none of its consumers is an outside
+    node that leads back into the region (a *feed*), so the region stays convex and
+    replacing it by one node cannot make a cycle. Only the candidates are visited, and
+    whether a consumer is a feed is found by a forward search (`_Feeds`), not by walking
+    the whole tape before the region."""
+    members = {}
+    feeds = _Feeds(members, {id(r) for r in roots}, max(pos[id(r)] for r in roots), pos,
+                   cons)
+    heap = [-pos[id(r)] for r in roots]
+    heapq.heapify(heap)
+    done = set()
+    while heap:
+        p = heapq.heappop(heap)
+        if p in done:
+            continue
+        done.add(p)
+        a = nodes[-p]
+        if id(a) in taken or len(members) >= MAX_OPS:
+            continue
+        row = space.row(a)
+        if row is None or any(feeds.is_feed(c) for c in cons.get(id(a), ())):
+            continue
+        members[id(a)] = row
+        for x in a._inputs:
+            q = pos.get(id(x))
+            if q is not None and -q not in done:
+                heapq.heappush(heap, -q)
+    return members
+
+
+class _Feeds:
+    """Which nodes are feeds: outside nodes (not members) at or before the last root that
+    are roots or have a path forward to a member or a root. When a consumer `c` of a
+    candidate is asked about, every member `c` can reach is already known (it comes later
+    in the tape than the candidate, and candidates are visited latest first), so answers
+    are remembered for the whole walk."""
+
+    def __init__(self, members, roots, start, pos, cons):
+        self.members, self.roots, self.start, self.pos, self.cons = \
+            members, roots, start, pos, cons
+        self.memo = {}
+
+    def _leads_in(self, c) -> bool | None:
+        """True/False when known without looking further forward, else None."""
+        i = id(c)
+        if i in self.members:
+            return None  # only for consumers: a member is not a feed but is a target
+        if self.pos.get(i, self.start + 1) > self.start:
+            return False
+        if i in self.roots:
+            return True
+        return self.memo.get(i)
+
+    def is_feed(self, c) -> bool:
+        if id(c) in self.members:
+            return False
+        known = self._leads_in(c)
+        if known is not None:
+            return known
+        return self._search(c)
+
+    def _search(self, c) -> bool:
+        """Depth-first forward from `c` (consumers latest first, the likeliest to lead into
+        the region soon); every node left on the stack when a target is found leads in."""
+        memo, members = self.memo, self.members
+        stack = [(c, reversed(self.cons.get(id(c), ())))]
+        while stack:
+            node, it = stack[-1]
+            found = False
+            for d in it:
+                if id(d) in members:
+                    found = True
+                    break
+                known = self._leads_in(d)
+                if known:
+                    found = True
+                    break
+                if known is None:
+                    memo[id(d)] = False  # provisional: on the stack (a DAG has no cycles)
+                    stack.append((d, reversed(self.cons.get(id(d), ()))))
+                    break
+            else:
+                memo[id(node)] = False
+                stack.pop()
+                continue
+            if found:
+                for n, _ in stack:
+                    memo[id(n)] = True
+                return True
+        return False
 
 
 def _bake(data) -> bool:
@@ -312,8 +396,7 @@ def _emit(members, nodes, pos, cons, output_ids, input_ids, space):
             if id(x) not in ids and id(x) not in seen:
                 seen.add(id(x))
                 inputs.append(x)
-    outs = [a for a in order if id(a) in output_ids
-            or (not _splits(a, ids) and any(id(c) not in ids for c in cons.get(id(a), ())))]
+    outs = [a for a in order if _is_output(a, ids, cons, output_ids)]
     new = compiled_nodes(_make_ir(inputs, order, outs, input_ids, members, space.k, _bake),
                          inputs, outs)
     split = {id(a) for a in order if _splits(a, ids)
