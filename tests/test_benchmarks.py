@@ -1,4 +1,5 @@
-"""Smoke test of benchmarks/compile_bench.py: the smallest size, --quick, no peer needed."""
+"""Smoke tests of benchmarks/compile_bench.py (the smallest size, --quick, no peer needed) and
+benchmarks/compile_latency.py (tiny workloads)."""
 import importlib.util
 import json
 import os
@@ -104,3 +105,15 @@ def test_stateful_runner_drops_the_old_state_before_waiting(bench):
     del init
     assert runner.timed(3) >= 0
     assert len(refs) == 12 and all(r() is not None for r in refs[-3:])
+
+
+def test_compile_latency_tiny(tmp_path, capsys):
+    lat = _load("compile_latency")
+    out = tmp_path / "lat.jsonl"
+    assert lat.main(["--sizes", "40", "--layers", "3", "--blocks", "1", "--repeat", "1",
+                     "--no-build", "--json", str(out)]) == 0
+    recs = _records(out)
+    assert [r["workload"] for r in recs] == ["chain", "mlp", "transformer"]
+    for r in recs:
+        assert r["ops"] > 0 and r["kernels"] > 0 and r["passes"] >= r["fuse"] >= 0
+    assert "pass/k" in capsys.readouterr().out
