@@ -124,3 +124,23 @@ def test_no_donation_while_anything_else_sees_the_buffer():
     assert view[0] == 1.0 and np.asarray(zz)[0] == -1.0
     b = mx.broadcast_to(mx.array(np.arange(256, dtype=np.float32) - 9), (256, 256))
     np.testing.assert_array_equal(np.asarray(mx.negative(b))[3], 9 - np.arange(256))
+
+
+def test_binary_ops_donate_and_loaded_arrays_count(tmp_path):
+    path = str(tmp_path / "x.npy")
+    x = mx.random.normal((1024,))
+    mx.save(path, x)
+    scale = mx.array(2.0)
+    mx.reset_peak_memory()
+    y = mx.load(path)
+    mx.eval(y)
+    load_only = mx.get_peak_memory()
+    assert load_only >= 2 * 4096  # x and the loaded copy both count
+    y = mx.load(path) * scale  # the product takes the loaded buffer
+    mx.eval(y)
+    assert mx.get_peak_memory() == load_only
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(x) * 2)
+    c = mx.ones((N,))
+    d = mx.zeros((N,)) + c  # the temporary takes the sum; c, still the caller's, stays
+    mx.eval(d)
+    assert np.asarray(c).sum() == N and np.asarray(d).sum() == N

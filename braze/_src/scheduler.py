@@ -133,32 +133,56 @@ def _run(a):
 
 
 #: buffers below this size are not worth the reference checks of a donation
-DONATE_MIN_BYTES = 1 << 16
+DONATE_MIN_BYTES = 4096
 _getrefcount = sys.getrefcount
+_UFUNC: dict = {}  # primitive class -> its ufunc if its eval_cpu is just `fn(*inputs)`, or None
 
 
-def _donate(fn, a, x) -> bool:
-    """Run the unary ufunc `fn` of node `a` in place in the buffer of its input `x` when
-    nothing else can see that buffer (MLX donates such buffers), so a chain of unary ops and
-    views holds one buffer. Returns whether it did (then `a` has its value).
+def _ufunc_of(prim):
+    t = type(prim)
+    fn = _UFUNC.get(t, False)
+    if fn is False:
+        fn = getattr(prim, "fn", None)
+        plain = getattr(getattr(t, "eval_cpu", None), "__qualname__", "").startswith("_make_eval.")
+        fn = _UFUNC[t] = fn if type(fn) is np.ufunc and plain else None
+    return fn
 
-    Only a C-contiguous, writeable buffer of a's dtype qualifies (the same kernel loop as a
-    fresh output, so the same bits), and only when `x` is referenced by this node alone and
-    the buffer by `x` alone: `x._data` itself (counted by `x`), or the only view of an
-    ndarray that owns its memory (`a` counts it from now on, if its counting array is gone).
-    """
-    d = x._data
-    if (x._dtype is not a._dtype or d.nbytes < DONATE_MIN_BYTES or fn.nin != 1
-            or not d.flags.c_contiguous or not d.flags.writeable):
+
+def _donated(prim, a, ins) -> bool:
+    """Run node `a`'s ufunc (one or two inputs, all of a's dtype) in place in the buffer of an
+    input nothing else can see (MLX donates such buffers), so a chain of elementwise ops and
+    views holds one buffer. Returns whether it did (then `a` has its value)."""
+    fn = _ufunc_of(prim)
+    if fn is None or any(x._dtype is not a._dtype for x in ins):
         return False
-    # references: a._inputs, the parameter, getrefcount's argument; the slot, `d`, the argument
+    for k in range(len(ins)):
+        if ins[k]._nc == 1 and _donate(fn, a, ins, k):
+            return True
+    return False
+
+
+def _donate(fn, a, ins, k) -> bool:
+    """Whether input k's buffer may take `a`'s value, and if so compute it there.
+
+    Only a C-contiguous, writeable buffer of a's shape qualifies (the same kernel loop as a
+    fresh output, so the same bits), and only when the input is referenced by this node alone
+    and the buffer by that input alone: its `_data` itself (counted by it), or the only view
+    of an ndarray that owns its memory (`a` counts it from now on, if its counter is gone).
+    """
+    x = ins[k]
+    d = x._data
+    if (d.nbytes < DONATE_MIN_BYTES or d.shape != a._shape or not d.flags.c_contiguous
+            or not d.flags.writeable):
+        return False
+    # references: a._inputs (the same tuple as `ins`), `x`, getrefcount's argument; then
+    # the slot x._data, `d`, the argument
     if _getrefcount(x) != 3 or _getrefcount(d) != 3:
         return False
     b = d.base
     if b is not None and (type(b) is not np.ndarray or b.base is not None
                           or _getrefcount(b) != 3):  # d.base, `b`, the argument
         return False
-    fn(d, out=d)
+    fn(*[y._data for y in ins], out=d)
     a._data = d
     if x._mem:  # x counts the buffer: the count moves with it
         a._mem, x._mem = x._mem, 0
@@ -200,15 +224,18 @@ def eval_arrays(arrays) -> None:
             # the common case, inlined: one output, a NumPy kernel, no graph to keep
             ins = a._inputs
             n = len(ins)
+            if 0 < n <= 2 and ((ins[0]._nc == 1 and ins[0]._data.nbytes >= DONATE_MIN_BYTES)
+                               or (ins[-1]._nc == 1 and ins[-1]._data.nbytes >= DONATE_MIN_BYTES)) \
+                    and _donated(prim, a, ins):
+                for x in ins:
+                    x._nc -= 1
+                a._prim = None
+                a._inputs = ()
+                x = None
+                continue
             if n == 2:
                 out = prim.eval_cpu(ins[0]._data, ins[1]._data)[0]
             elif n == 1:
-                if ins[0]._nc == 1 and type(getattr(prim, "fn", None)) is np.ufunc \
-                        and _donate(prim.fn, a, ins[0]):
-                    ins[0]._nc = 0
-                    a._prim = None
-                    a._inputs = ()
-                    continue
                 out = prim.eval_cpu(ins[0]._data)[0]
             else:
                 out = prim.eval_cpu(*[x._data for x in ins])[0]

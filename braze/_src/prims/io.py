@@ -6,7 +6,6 @@ that ends too early fails at `mx.eval`, with a RuntimeError).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,13 +36,14 @@ class Load(Primitive):
 
     def eval_cpu(self):
         npd = self.dtype.np_dtype
-        count = math.prod(self.shape)
-        out = np.empty(count, dtype=npd)
+        # the buffer in its final shape: it owns its memory, so it counts in the active memory
+        # (a reshaped view would not) and a consumer may take it over (donation)
+        out = np.empty(self.shape, dtype=npd)
         want = out.nbytes
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
-                got = f.readinto(memoryview(out.view(np.uint8))) if want else 0
+                got = f.readinto(memoryview(out.reshape(-1).view(np.uint8))) if want else 0
         except OSError as e:
             raise LoadError(f"[load] Failed to read {self.path!r}: {e}.") from None
         if got != want:
@@ -51,7 +51,7 @@ class Load(Primitive):
                             f"at offset {self.offset}; the file is truncated or was changed.")
         if self.swap:
             out.byteswap(inplace=True)
-        return [out.reshape(self.shape)]
+        return [out]
 
     def vmap(self, inputs, axes):
         return [bind(self, ())], [None]  # no inputs: never batched
