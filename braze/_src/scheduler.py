@@ -135,6 +135,30 @@ def _run(a):
 #: buffers below this size are not worth the reference checks of a donation
 DONATE_MIN_BYTES = 4096
 _getrefcount = sys.getrefcount
+
+
+def _refcounts_exact() -> bool:
+    """Whether `sys.getrefcount` counts every reference the way `_donate` expects. Builds
+    without the GIL defer counts, and newer interpreters may borrow references to locals
+    (3.14 can report one fewer): there, a count of 3 could hide a user's reference, so
+    donation stays off rather than risk writing into an array someone can still read."""
+    if getattr(sys, "_is_gil_enabled", lambda: True)() is False:
+        return False
+
+    class _Probe:
+        pass
+
+    def probe(ins):
+        x = ins[0]
+        d = x.slot
+        return _getrefcount(x), _getrefcount(d)
+
+    ins = (_Probe(),)
+    ins[0].slot = _Probe()
+    return probe(ins) == (3, 3)  # as in _donate: the tuple (or slot), `x` (`d`), the argument
+
+
+DONATION = _refcounts_exact()
 _UFUNC: dict = {}  # primitive class -> its ufunc if its eval_cpu is just `fn(*inputs)`, or None
 
 
@@ -152,7 +176,7 @@ def _donated(prim, a, ins) -> bool:
     """Run node `a`'s ufunc (one or two inputs, all of a's dtype) in place in the buffer of an
     input nothing else can see (MLX donates such buffers), so a chain of elementwise ops and
     views holds one buffer. Returns whether it did (then `a` has its value)."""
-    fn = _ufunc_of(prim)
+    fn = _ufunc_of(prim) if DONATION else None
     if fn is None or any(x._dtype is not a._dtype for x in ins):
         return False
     for k in range(len(ins)):
