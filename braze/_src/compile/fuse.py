@@ -18,7 +18,9 @@ Reference: mlx-compile.md §4.2 (MLX's `compile_fuse`). In short:
 
 A primitive is fusable when it declares `codegen` (DESIGN.md §2). The pass rewires the tape's
 private node arrays in place and returns a new Tape whose nodes are the surviving nodes and the
-`Compiled` nodes (all outputs of each, siblings adjacent, in topological order).
+`Compiled` nodes (all outputs of each, siblings adjacent, in topological order). Its time is
+linear in the tape: every consumer question is answered from `_Uses` in time bounded by the
+region's size.
 """
 from __future__ import annotations
 

@@ -13,12 +13,13 @@ A region for (S, k) may hold:
 - fusable elementwise nodes of shape S (full values) or of the row shape (row values).
 
 Growth (per seed reduction, latest first): the nodes reachable forward from the seed through
-such nodes give the roots (those without a consumer among them); then the tape is walked
-backwards from the last root and a node joins when it qualifies and none of its consumers is an
-outside node that leads back into the region (`feeds`): the region stays convex, so replacing
-it by one node cannot make a cycle. A member with consumers outside, or that is a function
-output, becomes a kernel output. Softmax and LogSumExp over trailing axes are first expanded
-into their primitives (same formulas as their `eval_cpu`), so they fuse too.
+such nodes give the roots (those without a consumer among them); then the region grows
+backwards, latest node first, from the roots through the nodes its members read, and a node
+joins when it qualifies and none of its consumers is an outside node that leads back into the
+region (a *feed*): the region stays convex, so replacing it by one node cannot make a cycle.
+A member with consumers outside, or that is a function output, becomes a kernel output.
+Softmax and LogSumExp over trailing axes are first expanded into their primitives (same
+formulas as their `eval_cpu`), so they fuse too.
 
 `BRAZE_COMPILE_MODE=no_reduce_fusion` skips the pass.
 """
