@@ -3,6 +3,7 @@
 layer_norm, rms_norm, rope and scaled_dot_product_attention are composites of ordinary ops
 (MLX's CPU fallback graphs), so they differentiate, vmap and compile like any other op.
 """
+from braze._src.ops.custom_kernel import cuda_kernel, metal_kernel  # noqa: F401
 from braze._src.ops.fast import (  # noqa: F401
     layer_norm,
     rms_norm,
@@ -10,4 +11,5 @@ from braze._src.ops.fast import (  # noqa: F401
     scaled_dot_product_attention,
 )
 
-__all__ = ["layer_norm", "rms_norm", "rope", "scaled_dot_product_attention"]
+__all__ = ["layer_norm", "rms_norm", "rope", "scaled_dot_product_attention", "metal_kernel",
+           "cuda_kernel"]

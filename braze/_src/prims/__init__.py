@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     conv,
     core,
     creation,
+    custom_kernel,
     fft,
     indexing,
     io,
