@@ -415,3 +415,14 @@ def test_hadamard_half_rounding_is_mlx(n, dt):
         want = mlx.hadamard_transform(mlx.array(x).astype(getattr(mlx, dt)), scale=scale)
         assert np.array_equal(np.asarray(got.astype(mx.float32)),
                               np.asarray(want.astype(mlx.float32)))
+
+
+def test_vecdot_checks_as_mlx():
+    with pytest.raises(ValueError, match=r"\[vecdot\] Inputs must be at least 1-D"):
+        mx.vecdot(mx.array(1), mx.array([1]))
+    with pytest.raises(ValueError, match=r"\[vecdot\] a and b must have the same size"):
+        mx.vecdot(mx.array([1, 2]), mx.array([1]))
+    with pytest.raises(ValueError, match=r"\[vecdot\] axis 1 is out of bounds"):
+        mx.vecdot(mx.array([1, 2]), mx.array([1, 2]), axis=1)
+    # other axes still broadcast (beyond MLX)
+    assert mx.vecdot(mx.ones((2, 3)), mx.ones((3,))).tolist() == [3.0, 3.0]

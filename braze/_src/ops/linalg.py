@@ -578,6 +578,9 @@ def hadamard_transform(a, scale=None, stream=None) -> array:
 def vecdot(a, b, /, *, axis=-1, stream=None) -> array:
     """sum(conj(a) * b) over `axis` (inputs broadcast against each other)."""
     a, b = _arr(a, "vecdot"), _arr(b, "vecdot")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"[vecdot] Inputs must be at least 1-D, got shapes {a.shape} and "
+                         f"{b.shape}.")
     shape = broadcast_shapes(a.shape, b.shape, op="vecdot")
     nd = len(shape)
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
@@ -586,6 +589,10 @@ def vecdot(a, b, /, *, axis=-1, stream=None) -> array:
         raise AxisError(f"[vecdot] axis {axis} is out of bounds for inputs with shapes "
                         f"{a.shape} and {b.shape}.")
     axis = int(axis) % nd
+    sizes = [x.shape[axis - nd + x.ndim] if axis - nd + x.ndim >= 0 else 1 for x in (a, b)]
+    if sizes[0] != sizes[1]:  # as MLX: the contracted axis never broadcasts
+        raise ValueError(f"[vecdot] a and b must have the same size along axis {axis}, got "
+                         f"shapes {a.shape} and {b.shape}.")
     (a, b), dt = _common_dtype([a, b], "vecdot")
     if dt.kind == "c":
         from .elementwise import conjugate
