@@ -194,11 +194,12 @@ def _work(fn, args, kw=None) -> int:
         return local if frame.f_code.co_filename in _PASS_FILES else None
 
     c = mx.compile(fn, **(kw or {}))
+    saved = sys.gettrace()  # a coverage tool's tracer, if any, comes back afterwards
     sys.settrace(calls)
     try:
         c(*args)
     finally:
-        sys.settrace(None)
+        sys.settrace(saved)
     return count[0]
 
 
