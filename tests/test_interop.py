@@ -57,6 +57,12 @@ def test_memoryview():  # pragma: no cover - runs on 3.12+
     assert wr() is not None
     del m
     assert wr() is None
+    # struct's fixed-size codes for 64-bit integers, as MLX
+    assert memoryview(mx.array([1, 2], mx.int64).T).format == "q"
+    assert memoryview(mx.array([1, 2], mx.uint64)).format == "Q"
+    with pytest.raises(ValueError, match="bfloat16 has no buffer format"):
+        memoryview(mx.ones((3, 4), mx.bfloat16))
+    assert np.asarray(mx.ones(2, mx.bfloat16)).dtype.name == "bfloat16"  # via __array__
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11 and older only")

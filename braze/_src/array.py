@@ -201,7 +201,16 @@ class array:
         """The buffer protocol (PEP 688, Python 3.12+; a pure-Python class cannot export a
         buffer on older versions, where `memoryview(a)` raises TypeError: use `np.asarray(a)`,
         which shares the memory, or `bytes(a)`)."""
-        return memoryview(_export(self, self._numpy()))
+        data = _export(self, self._numpy())
+        wide = _STRUCT_64.get(data.dtype.char)
+        if wide:  # NumPy says 'l'/'L' for 64-bit integers; MLX (and struct's sizes) 'q'/'Q'
+            data = data.view(wide)
+        elif self._dtype is D.bfloat16:
+            # no struct format exists (MLX writes "bfloat16", which Python code cannot); NumPy
+            # tries the buffer first and, on this error, reads `__array__` (a bfloat16 array)
+            raise ValueError("[memoryview] bfloat16 has no buffer format; use np.asarray(a) "
+                             "or a.view(mx.uint16).")
+        return memoryview(data)
 
     def __bytes__(self):
         # what bytes() reads through MLX's buffer protocol: the elements in C order
@@ -293,6 +302,10 @@ class _Exported:
         self.__array_interface__ = {
             "shape": buf.shape, "typestr": buf.dtype.str, "version": 3,
             "strides": buf.strides, "data": (buf.ctypes.data, not buf.flags.writeable)}
+
+
+_STRUCT_64 = ({"l": np.longlong, "L": np.ulonglong} if np.dtype("long").itemsize == 8
+              else {})
 
 
 def _export(a: array, data: np.ndarray) -> np.ndarray:
