@@ -1,5 +1,6 @@
-"""The fuse pass (MLX's compile_fuse rules, reference §4.2), the Compiled primitive, buffer
-donation (§6) and the DOT format, tested on tapes traced directly on placeholders.
+"""The fuse pass (MLX's compile_fuse rules), the Compiled primitive, buffer donation
+(an unreferenced input becomes an output) and the DOT format, tested on tapes traced directly on
+placeholders.
 
 The oracle is the unfused graph evaluated eagerly: fusion must not change a single bit (on the
 `cpu` backend, fused transcendentals come from its math library and are compared within a few

@@ -1,7 +1,7 @@
-"""One braze test per behaviour of MLX's python/tests/test_compile.py (reference §9 table).
+"""One braze test per behaviour of MLX's python/tests/test_compile.py.
 
-Each test is named after the MLX test it mirrors and is written from the behaviour description
-in the reference (not copied). Tests that need parts of braze that do not exist yet skip with
+Each test is named after the MLX test it mirrors and is written from a description of the
+behaviour (not copied from MLX). Tests that need parts of braze that do not exist yet skip with
 the issue that supplies them.
 """
 import functools

@@ -1,4 +1,5 @@
-"""Imports flow one way (DESIGN.md §1): a module never imports a higher layer."""
+"""Imports flow one way (the layer table of docs/architecture.md): a module never imports a
+higher layer."""
 import ast
 import pathlib
 

@@ -179,14 +179,6 @@ def issubdtype(a, b) -> bool:
     return b in _ancestors(a)
 
 
-def is_floating(d: Dtype) -> bool:
-    return d.kind == "f"
-
-
-def is_inexact(d: Dtype) -> bool:
-    return d.kind in "fc"
-
-
 def is_integer(d: Dtype) -> bool:
     return d.kind in "ui"
 

@@ -45,29 +45,6 @@ def _mark(a, visited):
             visited.add(id(s))
 
 
-def all_nodes(roots):
-    """Every array reachable from roots (evaluated ones included), inputs first."""
-    order, visited = [], set()
-    for r in roots:
-        if id(r) in visited:
-            continue
-        visited.add(id(r))
-        stack = [(r, 0)]
-        while stack:
-            node, i = stack[-1]
-            ins = node._inputs
-            if i < len(ins):
-                stack[-1] = (node, i + 1)
-                c = ins[i]
-                if id(c) not in visited:
-                    visited.add(id(c))
-                    stack.append((c, 0))
-            else:
-                stack.pop()
-                order.append(node)
-    return order
-
-
 def _letters(n: int) -> str:
     """MLX's NodeNamer sequence: 1 -> A, 26 -> Z, 27 -> AA, ..."""
     out = []

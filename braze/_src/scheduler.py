@@ -21,7 +21,8 @@ class CompileTraces:
 
     `stack` holds (function name, shapeless, trace depth at start) records pushed by
     `compile`; `dynamic` is True while the outermost trace is a shapeless compile (MLX's
-    `in_dynamic_tracing`), which makes ops keep the graph re-inferable (see reference §5).
+    `in_dynamic_tracing`), which makes ops keep the graph re-inferable (shape-dependent
+    values stay nodes, so a replay at new shapes recomputes them).
     """
 
     stack: list = []

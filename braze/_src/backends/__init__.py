@@ -1,10 +1,10 @@
-"""Backends that run fused kernels (DESIGN.md §6), registered by name.
+"""Backends that run fused kernels, registered by name.
 
 `get()` returns the backend the `BRAZE_BACKEND` knob names; `numpy` is the reference and is
 always available.
 """
 from . import base
-from .base import Backend, Compiler, Program, Renderer, Variant, get, register, registered
+from .base import Backend, Compiler, Program, Variant, get, register, registered
 from .numpy import NumpyBackend
 
 register("numpy", NumpyBackend)
@@ -18,5 +18,5 @@ def _cpu():
 
 register("cpu", _cpu)
 
-__all__ = ["base", "Backend", "Compiler", "Program", "Renderer", "Variant", "get", "register",
+__all__ = ["base", "Backend", "Compiler", "Program", "Variant", "get", "register",
            "registered", "NumpyBackend"]

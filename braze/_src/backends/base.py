@@ -2,19 +2,20 @@
 
 A backend evaluates `Compiled` nodes: given a region's `KernelIR`, its input buffers, the output
 shape and the inputs it may donate, it returns the output buffers. Native backends are built
-from three small parts (DESIGN.md §6):
+from a renderer (KernelIR + `Variant` -> source text, a module of the backend) and two small
+parts defined here:
 
-- `Renderer`: KernelIR + `Variant` -> source text;
 - `Compiler`: source -> a loaded callable, with an `identity` string for cache keys;
 - `Program`: the callable, launched with input/output buffers, the shape and strides.
 
 The `numpy` backend (backends/numpy) interprets the IR with each primitive's `eval_cpu`; it is
 always available and is the oracle the native backends are tested against.
 
-Donation (MLX's rule, reference §6): `Compiled` decides which inputs nothing else references
-(`donatable`); the backend decides which of those it can write an output into
-(`assign_donors`): inputs in order, one output cursor, same dtype, shape equal to the output
-shape, not 0-d, not a baked constant, and a buffer layout the backend can write through.
+Donation (MLX's rule: an input buffer nothing else holds may become an output): `Compiled`
+decides which inputs nothing else references (`donatable`); the backend decides which of those
+it can write an output into (`assign_donors`): inputs in order, one output cursor, same dtype,
+shape equal to the output shape, not 0-d, not a baked constant, and a buffer layout the backend
+can write through.
 """
 from __future__ import annotations
 
@@ -35,13 +36,6 @@ class Variant:
     @property
     def suffix(self) -> str:
         return "_contiguous" if self.kind == "contiguous" else f"_strided_{self.ndim}"
-
-
-class Renderer:
-    """KernelIR + Variant -> source text."""
-
-    def render(self, ir, variant: Variant) -> str:  # pragma: no cover - interface
-        raise NotImplementedError
 
 
 class Compiler:

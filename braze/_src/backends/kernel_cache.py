@@ -1,7 +1,7 @@
 """The kernel cache shared by native backends: in memory by key, on disk under
 `${BRAZE_CACHE_DIR:-~/.cache/braze}/<braze version>/<backend>/`.
 
-Disk rules (DESIGN.md §6):
+Disk rules (the cache loads and runs code, so it trusts only what this user wrote):
 
 * every directory level braze creates is made with mode 0700; a directory that is not owned by
   this user or that group/others can write to is refused (the disk cache is then off for the
@@ -13,7 +13,7 @@ Disk rules (DESIGN.md §6):
   foreign entry is deleted and rebuilt).
 
 `stats()` counts what happened in this process: kernels built (compiled), loaded from disk,
-found in memory, and corrupt entries rebuilt.
+and corrupt entries rebuilt.
 """
 from __future__ import annotations
 
@@ -36,19 +36,17 @@ class Stats:
 
     builds = 0
     disk_loads = 0
-    memory_hits = 0
     corrupt = 0
     build_seconds = 0.0
 
     @classmethod
     def as_dict(cls) -> dict:
-        return {"builds": cls.builds, "disk_loads": cls.disk_loads,
-                "memory_hits": cls.memory_hits, "corrupt": cls.corrupt,
+        return {"builds": cls.builds, "disk_loads": cls.disk_loads, "corrupt": cls.corrupt,
                 "build_seconds": cls.build_seconds}
 
     @classmethod
     def reset(cls) -> None:
-        cls.builds = cls.disk_loads = cls.memory_hits = cls.corrupt = 0
+        cls.builds = cls.disk_loads = cls.corrupt = 0
         cls.build_seconds = 0.0
 
 
@@ -189,25 +187,3 @@ def check_manifest(path: str, source_hash: str, directory: str, present) -> bool
             return False
     return True
 
-
-class MemoryCache:
-    """key -> object, thread-safe for builds (one build per key at a time)."""
-
-    def __init__(self):
-        self._d: dict = {}
-        self.lock = _LOCK
-
-    def get(self, key):
-        obj = self._d.get(key)
-        if obj is not None:
-            Stats.memory_hits += 1
-        return obj
-
-    def put(self, key, obj) -> None:
-        self._d[key] = obj
-
-    def clear(self) -> None:
-        self._d.clear()
-
-    def __len__(self):
-        return len(self._d)

@@ -4,7 +4,7 @@ A call: flatten the arguments and the captured `inputs=` state; if compile is di
 any input is a tracer (we are inside grad/vmap/another compile trace), call the function
 directly; otherwise look the signature up in the thread-local cache, trace on a miss
 (placeholders -> Tape -> simplify -> fuse), replay the stored tape onto the real inputs, and
-write the captured `outputs=` back. See docs/compile.md and the MLX reference §0-§7.
+write the captured `outputs=` back. See docs/compile.md.
 
 The hit path: a call made only of positional arrays, with no declared state, outside any
 transform, records (thread cache and its generation, each argument's shape and dtype, the
@@ -247,7 +247,8 @@ def _leaf_key(x, shapeless):
 
 
 class Signature:
-    """What a cache entry is keyed on (reference §2), plus paths for diagnostics."""
+    """What a cache entry is keyed on (the argument tree, each leaf's shape and dtype or a
+    constant's value, the captured state), plus paths for diagnostics."""
 
     __slots__ = ("treedef", "leaf_keys", "cap_keys", "extra", "key", "_paths", "_tree")
 

@@ -28,25 +28,6 @@ from .kernel_ir import KernelIR
 _getrefcount = sys.getrefcount
 
 
-class _Aval:
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape, dtype):
-        self.shape = shape
-        self.dtype = dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-
 _backends = None
 
 

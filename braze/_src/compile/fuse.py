@@ -1,6 +1,6 @@
 """The fuse pass: replace elementwise regions of a tape with `Compiled` nodes (MLX's rules).
 
-Reference: mlx-compile.md §4.2 (MLX's `compile_fuse`). In short:
+The rules are those of MLX's `compile_fuse`:
 
 - Walk the tape backwards. A node can be a *root* if it has a primitive that is not a
   `Broadcast` (rooting at a broadcast would materialise it at full size).
@@ -16,11 +16,11 @@ Reference: mlx-compile.md §4.2 (MLX's `compile_fuse`). In short:
 - Scalar constants among the group's inputs (size 1, data, no primitive, not function inputs)
   are baked into the KernelIR exactly.
 
-A primitive is fusable when it declares `codegen` (DESIGN.md §2). The pass rewires the tape's
-private node arrays in place and returns a new Tape whose nodes are the surviving nodes and the
-`Compiled` nodes (all outputs of each, siblings adjacent, in topological order). Its time is
-linear in the tape: every consumer question is answered from `_Uses` in time bounded by the
-region's size.
+A primitive is fusable when it declares `codegen` (an elementwise kernel expression). The pass
+rewires the tape's private node arrays in place and returns a new Tape whose nodes are the
+surviving nodes and the `Compiled` nodes (all outputs of each, siblings adjacent, in topological
+order). Its time is linear in the tape: every consumer question is answered from `_Uses` in time
+bounded by the region's size.
 """
 from __future__ import annotations
 

@@ -72,16 +72,6 @@ class Tape:
         return Tape(self.inputs, [new.get(id(o), o) for o in self.outputs],
                     [new[id(a)] for a in self.nodes])
 
-    def consumers(self) -> dict:
-        """id(array) -> list of (consumer node, input slot)."""
-        out = {}
-        for a in self.nodes:
-            if a._siblings is not None and a._idx != 0:
-                continue  # siblings share inputs: count the node once
-            for slot, x in enumerate(a._inputs):
-                out.setdefault(id(x), []).append((a, slot))
-        return out
-
     def text(self) -> str:
         """Readable Python-like listing: one line per node, `%n = Prim(params)(%a, %b)`."""
         names = {}

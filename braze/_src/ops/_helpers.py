@@ -224,6 +224,6 @@ def check_dtype(dtype, op: str):
 
 
 def attach_methods(methods: dict) -> None:
-    """Bind public ops as array methods/operators (the one late binding DESIGN.md allows)."""
+    """Bind public ops as array methods/operators (a late binding: `array` sits below the ops)."""
     for name, fn in methods.items():
         setattr(array, name, fn)

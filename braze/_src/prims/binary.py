@@ -110,7 +110,6 @@ def _select_jvp(self, primals, tangents, argnums):
 _G = globals()
 _B = dict(namespace=_G, arity=2)
 _NDB = dict(namespace=_G, arity=2, differentiable=False)
-_NDQ = dict(namespace=_G, arity=2, differentiable=False)
 
 ADD = make_elementwise("Add", np.add, "same", "({0} + {1})",
                        d=(lambda t, a, b, o: t, lambda t, a, b, o: t), **_B)
@@ -151,19 +150,19 @@ LOG_ADD_EXP = make_elementwise("LogAddExp", _logaddexp, "same", "logaddexp({0}, 
 ARCTAN2 = make_elementwise("ArcTan2", np.arctan2, "same", "atan2({0}, {1})",
                            d=(lambda t, a, b, o: t * b / (a * a + b * b),
                               lambda t, a, b, o: -(t * a) / (a * a + b * b)), **_B)
-BITWISE_AND = make_elementwise("BitwiseAnd", np.bitwise_and, "same", "({0} & {1})", **_NDQ)
-BITWISE_OR = make_elementwise("BitwiseOr", np.bitwise_or, "same", "({0} | {1})", **_NDQ)
-BITWISE_XOR = make_elementwise("BitwiseXor", np.bitwise_xor, "same", "({0} ^ {1})", **_NDQ)
-LEFT_SHIFT = make_elementwise("LeftShift", np.left_shift, "same", "({0} << {1})", **_NDQ)
-RIGHT_SHIFT = make_elementwise("RightShift", np.right_shift, "same", "({0} >> {1})", **_NDQ)
-LOGICAL_AND = make_elementwise("LogicalAnd", np.logical_and, "bool", "({0} and {1})", **_NDQ)
-LOGICAL_OR = make_elementwise("LogicalOr", np.logical_or, "bool", "({0} or {1})", **_NDQ)
-NOT_EQUAL = make_elementwise("NotEqual", np.not_equal, "bool", "({0} != {1})", **_NDQ)
-LESS = make_elementwise("Less", np.less, "bool", "({0} < {1})", **_NDQ)
-LESS_EQUAL = make_elementwise("LessEqual", np.less_equal, "bool", "({0} <= {1})", **_NDQ)
-GREATER = make_elementwise("Greater", np.greater, "bool", "({0} > {1})", **_NDQ)
+BITWISE_AND = make_elementwise("BitwiseAnd", np.bitwise_and, "same", "({0} & {1})", **_NDB)
+BITWISE_OR = make_elementwise("BitwiseOr", np.bitwise_or, "same", "({0} | {1})", **_NDB)
+BITWISE_XOR = make_elementwise("BitwiseXor", np.bitwise_xor, "same", "({0} ^ {1})", **_NDB)
+LEFT_SHIFT = make_elementwise("LeftShift", np.left_shift, "same", "({0} << {1})", **_NDB)
+RIGHT_SHIFT = make_elementwise("RightShift", np.right_shift, "same", "({0} >> {1})", **_NDB)
+LOGICAL_AND = make_elementwise("LogicalAnd", np.logical_and, "bool", "({0} and {1})", **_NDB)
+LOGICAL_OR = make_elementwise("LogicalOr", np.logical_or, "bool", "({0} or {1})", **_NDB)
+NOT_EQUAL = make_elementwise("NotEqual", np.not_equal, "bool", "({0} != {1})", **_NDB)
+LESS = make_elementwise("Less", np.less, "bool", "({0} < {1})", **_NDB)
+LESS_EQUAL = make_elementwise("LessEqual", np.less_equal, "bool", "({0} <= {1})", **_NDB)
+GREATER = make_elementwise("Greater", np.greater, "bool", "({0} > {1})", **_NDB)
 GREATER_EQUAL = make_elementwise("GreaterEqual", np.greater_equal, "bool", "({0} >= {1})",
-                                 **_NDQ)
+                                 **_NDB)
 SELECT = make_elementwise("Select", _select, "second", "({1} if {0} else {2})", namespace=_G,
                           arity=3, vjp=_select_vjp, jvp=_select_jvp)
 

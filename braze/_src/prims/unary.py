@@ -274,7 +274,6 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _G = globals()
 _U = dict(namespace=_G)
 _ND = dict(namespace=_G, differentiable=False)
-_NDQ = dict(namespace=_G, differentiable=False)
 
 ABS = make_elementwise("Abs", np.absolute, "real", "abs({0})", vjp=_abs_vjp, jvp=_abs_jvp, **_U)
 NEGATIVE = make_elementwise("Negative", np.negative, "same", "(-{0})", d=lambda t, x, y: -t, **_U)
@@ -329,8 +328,8 @@ REAL = make_elementwise("Real", np.real, "real", "real({0})", vjp=_real_vjp,
 IMAG = make_elementwise("Imag", np.imag, "real", "imag({0})", vjp=_imag_vjp,
                         jvp=lambda self, p, t, a: [ops.imag(t[0])], **_U)
 STOP_GRADIENT = make_elementwise("StopGradient", _view, "same", "{0}", **_ND)
-LOGICAL_NOT = make_elementwise("LogicalNot", np.logical_not, "bool", "(not {0})", **_NDQ)
-BITWISE_INVERT = make_elementwise("BitwiseInvert", np.invert, "same", "(~{0})", **_NDQ)
+LOGICAL_NOT = make_elementwise("LogicalNot", np.logical_not, "bool", "(not {0})", **_ND)
+BITWISE_INVERT = make_elementwise("BitwiseInvert", np.invert, "same", "(~{0})", **_ND)
 
 
 # -- parameterized unary primitives -----------------------------------------------------------

@@ -4,7 +4,7 @@ Per `Compiled` evaluation (`run_compiled`):
 
 1. Look up the region's entry by its IR key (one per region: the run-time inputs, and
    whether the renderer supports it; complex regions run on the numpy reference backend).
-2. Pick the variant from the inputs' layouts (MLX's rule, reference §8.2): *contiguous* when
+2. Pick the variant from the inputs' layouts (MLX's rule for elementwise kernels): *contiguous* when
    every input that is not a single element has the output's shape and all share one dense
    layout (all row-major or all column-major) with no negative stride; otherwise *strided*,
    with the output's dimensions collapsed where every input allows it. Single-element inputs
