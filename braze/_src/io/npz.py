@@ -20,24 +20,24 @@ def _write_npz(file, arrays, compress):
                 np.lib.format.write_array(entry, x, allow_pickle=False)
 
 
-def savez(file, *args, **kwargs) -> None:
-    """Save arrays to an uncompressed `.npz` (positional ones as arr_0, arr_1, ...)."""
+def _named(args, kwargs, op) -> dict:
+    """Positional arrays as arr_0, arr_1, ... then the keyword ones; a clash is an error."""
     arrays = {f"arr_{i}": a for i, a in enumerate(args)}
     for k, v in kwargs.items():
         if k in arrays:
-            raise ValueError(f"[savez] Cannot use un-named variables and keyword {k}.")
+            raise ValueError(f"[{op}] Cannot use un-named variables and keyword {k}.")
         arrays[k] = v
-    _write_npz(file, arrays, False)
+    return arrays
+
+
+def savez(file, *args, **kwargs) -> None:
+    """Save arrays to an uncompressed `.npz` (positional ones as arr_0, arr_1, ...)."""
+    _write_npz(file, _named(args, kwargs, "savez"), False)
 
 
 def savez_compressed(file, *args, **kwargs) -> None:
     """Save arrays to a compressed `.npz`."""
-    arrays = {f"arr_{i}": a for i, a in enumerate(args)}
-    for k, v in kwargs.items():
-        if k in arrays:
-            raise ValueError(f"[savez_compressed] Cannot use un-named variables and keyword {k}.")
-        arrays[k] = v
-    _write_npz(file, arrays, True)
+    _write_npz(file, _named(args, kwargs, "savez_compressed"), True)
 
 
 def load_npz(file) -> dict:
