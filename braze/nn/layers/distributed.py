@@ -197,7 +197,24 @@ class ShardedToAllLinear(Module):
 
 
 class _QuantizedSharded(Module):
-    """What the two quantized sharded layers share: quantized, frozen parameters."""
+    """What the two quantized sharded layers share: quantized, frozen parameters, sharded
+    along the input (`_shards_input`) or the output features."""
+
+    _shards_input = False
+
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
+                 group_size: int = 64, bits: int = 4, mode: str = "affine",
+                 group: Optional[object] = None):
+        super().__init__()
+        self.group = group or mx.distributed.init()
+        n = self.group.size()
+        if self._shards_input:
+            _check_divisible(input_dims, n, "input")
+            weight_shape, bias_dims = (output_dims, input_dims // n), output_dims
+        else:
+            _check_divisible(output_dims, n, "output")
+            weight_shape, bias_dims = (output_dims // n, input_dims), output_dims // n
+        self._init_quantized(weight_shape, bias_dims if bias else None, group_size, bits, mode)
 
     def _init_quantized(self, weight_shape, bias_dims, group_size, bits, mode):
         self.group_size, self.bits, self.mode = group_size, bits, mode
@@ -248,16 +265,6 @@ class QuantizedAllToShardedLinear(_QuantizedSharded):
 
     _shards_input = False
 
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
-                 group_size: int = 64, bits: int = 4, mode: str = "affine",
-                 group: Optional[object] = None):
-        super().__init__()
-        self.group = group or mx.distributed.init()
-        n = self.group.size()
-        _check_divisible(output_dims, n, "output")
-        self._init_quantized((output_dims // n, input_dims), output_dims // n if bias else None,
-                             group_size, bits, mode)
-
     def __call__(self, x):
         y = self._qmm(sum_gradients(self.group)(x))
         return y + self["bias"] if "bias" in self else y
@@ -267,16 +274,6 @@ class QuantizedShardedToAllLinear(_QuantizedSharded):
     """The quantized ShardedToAllLinear (frozen parameters)."""
 
     _shards_input = True
-
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
-                 group_size: int = 64, bits: int = 4, mode: str = "affine",
-                 group: Optional[object] = None):
-        super().__init__()
-        self.group = group or mx.distributed.init()
-        n = self.group.size()
-        _check_divisible(input_dims, n, "input")
-        self._init_quantized((output_dims, input_dims // n), output_dims if bias else None,
-                             group_size, bits, mode)
 
     def __call__(self, x):
         y = mx.distributed.all_sum(self._qmm(x), group=self.group)
