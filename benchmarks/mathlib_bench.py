@@ -20,7 +20,7 @@ import types
 import numpy as np
 from numba import njit
 
-from braze._src.backends.cpu import mathlib as M
+from braze._src.backends.cpu.lib import math as M
 
 _J = dict(error_model="numpy", cache=False)
 

@@ -15,7 +15,8 @@ from braze._src.backends import base as B
 
 numba = pytest.importorskip("numba")
 
-from braze._src.backends.cpu import CpuBackend, runtime, threads  # noqa: E402
+from braze._src.backends.cpu import CpuBackend, threads  # noqa: E402
+from braze._src.backends.cpu.lib import scalar  # noqa: E402
 from braze._src.backends.cpu.render import CpuVariant  # noqa: E402
 
 BF16 = ml_dtypes.bfloat16
@@ -66,15 +67,15 @@ def same(a, b, exact=True, rtol=0.0):
 @numba.njit(error_model="numpy")
 def _down(x, h, b):
     for i in range(x.shape[0]):
-        h[i] = runtime.f32_to_f16(x[i])
-        b[i] = runtime.f32_to_bf16(x[i])
+        h[i] = scalar.f32_to_f16(x[i])
+        b[i] = scalar.f32_to_bf16(x[i])
 
 
 @numba.njit(error_model="numpy")
 def _up(h, f, g):
     for i in range(h.shape[0]):
-        f[i] = runtime.f16_to_f32(h[i])
-        g[i] = runtime.bf16_to_f32(h[i])
+        f[i] = scalar.f16_to_f32(h[i])
+        g[i] = scalar.bf16_to_f32(h[i])
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -30,9 +30,9 @@ SCRIPT = textwrap.dedent("""
     r1 = f(x, x)                                        # contiguous
     r2 = f(x.reshape(2, 4), mx.array(np.ones(4, np.float32)))  # strided
     mx.eval(r1, r2)
-    from braze._src.backends.cpu import runtime
-    runtime.prepare(["exp_f32"])  # (a process whose kernels all come from disk never needs it)
-    st = runtime.MATH["exp_f32"].stats
+    from braze._src.backends.cpu.lib import scalar
+    scalar.prepare(["exp_f32"])  # (a process whose kernels all come from disk never needs it)
+    st = scalar.MATH["exp_f32"].stats
     print(json.dumps({"stats": KC.stats(), "r": np.asarray(r1).tolist(),
                       "math": [sum(st.cache_hits.values()), sum(st.cache_misses.values())]}))
 """)

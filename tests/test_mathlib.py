@@ -1,4 +1,4 @@
-"""Accuracy of the cpu backend's float32 math library (braze/_src/backends/cpu/mathlib.py).
+"""Accuracy of the cpu backend's float32 math library (braze/_src/backends/cpu/lib/math.py).
 
 Every float32 function is evaluated the way kernels call it (inlined into a vectorized
 `@njit(error_model="numpy")` loop over an array) on 2**20 random values plus edge values and
@@ -27,7 +27,7 @@ import pytest
 numba = pytest.importorskip("numba")
 from numba import njit  # noqa: E402
 
-from braze._src.backends.cpu import mathlib as M  # noqa: E402
+from braze._src.backends.cpu.lib import math as M  # noqa: E402
 
 MAX_ULP = 4
 N = 1 << 20

@@ -26,7 +26,6 @@ from ... import config
 from ... import memory as M
 from .. import kernel_cache as KC
 from ..base import Backend, Program
-from . import mathlib  # noqa: F401
 from .render import HALF, CpuVariant, Unsupported
 from .render import render as render_kernel
 from .render_rows import (

@@ -30,11 +30,13 @@ import time
 import types as _pytypes
 
 import numba
+from numba.core.caching import _CacheLocator
 from numba.core.compiler import Compiler as _NumbaPipeline
 
 from .. import kernel_cache as KC
 from ..base import Compiler
-from . import mathlib, render, render_rows, rowlib, runtime
+from . import render, render_rows
+from .lib import math, rows, scalar
 
 
 def _cpu_identity() -> str:
@@ -51,7 +53,7 @@ def _cpu_identity() -> str:
 def _source_files_hash() -> str:
     h = []
     # this file too: `kernel_njit`'s pipeline flags shape the machine code Numba caches
-    for path in [m.__file__ for m in (runtime, mathlib, render, render_rows, rowlib)] + [__file__]:
+    for path in [m.__file__ for m in (scalar, math, render, render_rows, rows)] + [__file__]:
         data = KC.read_bytes(path) or b""
         h.append(KC.sha256(data))
     return KC.sha256("".join(h))[:16]
@@ -93,20 +95,23 @@ class NumbaCompiler(Compiler):
         self.identity = (f"braze {__version__}; numba {numba.__version__}; "
                          f"llvmlite {llvmlite.__version__}; cpu {_cpu_identity()}; "
                          f"runtime {_source_files_hash()}")
-        self._dir = None
-        self._dir_checked = False
 
     # -- disk --------------------------------------------------------------------------------
     def directory(self):
-        """The checked disk-cache directory, or None (re-checked when BRAZE_CACHE_DIR
-        changes)."""
-        from ... import config
-        root = config.get().cache_dir
-        if not self._dir_checked or self._root != root:
-            self._root = root
-            self._dir = KC.backend_dir("cpu")
-            self._dir_checked = True
-        return self._dir
+        """The checked disk-cache directory, or None when it or Numba's cache directory for
+        it cannot be used safely (checked at each kernel build: a few stat calls)."""
+        d = KC.backend_dir("cpu")
+        if d is None or KC.secure_dir(self._numba_dir(d)) is None:
+            return None
+        return d
+
+    @staticmethod
+    def _numba_dir(d: str) -> str:
+        """Where Numba caches the kernels of the modules in `d` (its own locators' rule)."""
+        if numba.config.CACHE_DIR:
+            sub = _CacheLocator.get_suitable_cache_subpath(os.path.join(d, "k.py"))
+            return os.path.join(numba.config.CACHE_DIR, sub)
+        return os.path.join(d, "__pycache__")
 
     def module_name(self, source: str) -> str:
         return "k_" + KC.sha256(source + "\n" + self.identity)[:24]
@@ -128,7 +133,7 @@ class NumbaCompiler(Compiler):
 
     def _compile_memory(self, source: str, name: str):
         t0 = time.perf_counter()
-        runtime.prepare(render.math_functions(source))
+        scalar.prepare(render.math_functions(source))
         mod = _pytypes.ModuleType(f"braze_kernel_{name}")
         code = compile(source, f"<braze kernel {name}>", "exec")
         exec(code, mod.__dict__)
@@ -137,14 +142,25 @@ class NumbaCompiler(Compiler):
         return mod.kernel, "built"
 
     def _numba_files(self, d: str, modname: str) -> list:
-        pats = [os.path.join(d, "__pycache__", modname + ".kernel-*")]
-        ncd = os.environ.get("NUMBA_CACHE_DIR")
-        if ncd:
-            pats.append(os.path.join(ncd, "**", modname + ".kernel-*"))
-        out = []
-        for p in pats:
-            out += glob.glob(p, recursive=True)
-        return sorted(set(out))
+        pattern = glob.escape(modname) + ".kernel-*"
+        return sorted(glob.glob(os.path.join(self._numba_dir(d), pattern)))
+
+    @staticmethod
+    def _entry_ok(path, manifest, files, source, src_hash) -> bool:
+        """Whether the entry on disk is this source's, intact, and writable by this user
+        alone (Numba loads its files as they are when they pass)."""
+        if not files or not all(KC.private_file(f) for f in [path, manifest, *files]):
+            return False
+        return KC.read_bytes(path) == source.encode() and KC.check_manifest(
+            manifest, src_hash, os.path.dirname(files[0]), [os.path.basename(f) for f in files])
+
+    @staticmethod
+    def _discard(paths) -> None:
+        for f in paths:
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
 
     def _compile_disk(self, d: str, source: str, name: str):
         modname = self.module_name(source)
@@ -153,26 +169,15 @@ class NumbaCompiler(Compiler):
         src_hash = KC.sha256(source)
         with KC._LOCK:
             files = self._numba_files(d, modname)
-            ok = (KC.read_bytes(path) == source.encode() and files and KC.check_manifest(
-                manifest, src_hash, os.path.dirname(files[0]),
-                [os.path.basename(f) for f in files]))
+            ok = self._entry_ok(path, manifest, files, source, src_hash)
             if not ok:
-                if files or os.path.exists(manifest) or os.path.exists(path):
-                    KC.Stats.corrupt += 1 if os.path.exists(manifest) else 0
-                for f in files:
-                    try:
-                        os.unlink(f)
-                    except OSError:
-                        pass
-                try:
-                    os.unlink(manifest)
-                except OSError:
-                    pass
-                if KC.read_bytes(path) != source.encode():
-                    KC.atomic_write(path, source)
+                if os.path.exists(manifest):
+                    KC.Stats.corrupt += 1
+                self._discard(files + [manifest])
+                KC.atomic_write(path, source)
             t0 = time.perf_counter()
             if not ok:
-                runtime.prepare(render.math_functions(source))
+                scalar.prepare(render.math_functions(source))
             mod = _pytypes.ModuleType(modname)
             mod.__file__ = path
             code = compile(source, path, "exec")
@@ -190,6 +195,8 @@ class NumbaCompiler(Compiler):
             KC.Stats.builds += 1
             KC.Stats.build_seconds += dt
             files = self._numba_files(d, modname)
+            for f in files:  # Numba writes with the umask's modes, inside our 0700 directory
+                os.chmod(f, 0o600)
             if files:
                 KC.write_manifest(manifest, src_hash, files)
             return k, "built"

@@ -40,7 +40,7 @@ import struct
 from dataclasses import dataclass
 
 from ..base import Variant
-from . import mathlib
+from .lib import math as mathlib
 
 
 class Unsupported(Exception):
@@ -528,10 +528,10 @@ def module_source(title, ir, ctx, sig, sig_in, sig_out, cache, imports, lines,
     head = [f'"""{title} (IR key {ir.key})', ""]
     head += ["  " + ln for ln in str(ir).splitlines()[1:]]
     head += ['"""', "import numpy as np", "from numba import njit, types", ""]
-    rt = sorted(ctx.runtime | ctx.mathlib)  # runtime re-exports mathlib's functions
+    rt = sorted(ctx.runtime | ctx.mathlib)  # lib.scalar re-exports the math functions
     if rt:
-        head.append("from braze._src.backends.cpu.runtime import " + ", ".join(rt))
-    head.append("from braze._src.backends.cpu.mathlib import _bits_f32, _bits_f64")
+        head.append("from braze._src.backends.cpu.lib.scalar import " + ", ".join(rt))
+    head.append("from braze._src.backends.cpu.lib.math import _bits_f32, _bits_f64")
     head += imports
     head.append("")
     sig = list(sig)

@@ -554,7 +554,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
     lines.append(ind + "for r in range(start, stop):")
     lines += [ind * 2 + s for s in body]
 
-    imports = ["from braze._src.backends.cpu.rowlib import "
+    imports = ["from braze._src.backends.cpu.lib.rows import "
                "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin, lsqdev"]
     sig = ["types.int64"] * 3 + ["_I64_1", "_I64_2", "_I64_1", "_I64_1"]
     return module_source(f"braze row kernel {ir.name}{variant.suffix}", ir, ctx, sig, sig_in,

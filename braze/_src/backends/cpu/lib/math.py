@@ -29,7 +29,7 @@ How the renderer uses this module
 ---------------------------------
 `REGISTRY` maps a braze primitive name to {dtype name: function name}; `function_name(prim,
 dtype)` resolves it (it understands `Log(base=...)`). A generated kernel either starts with
-`from braze._src.backends.cpu.mathlib import exp_f32, ...` or is `exec`'d with `FUNCTIONS`
+`from braze._src.backends.cpu.lib.math import exp_f32, ...` or is `exec`'d with `FUNCTIONS`
 (name -> dispatcher) merged into its globals; both let Numba inline the calls. Kernels must be
 compiled with `error_model="numpy"` (Python's division check would block vectorization).
 float16/bfloat16 values are loaded as float32, so they use the `_f32` functions.

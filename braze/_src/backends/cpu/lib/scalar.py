@@ -33,8 +33,8 @@ import math
 import numpy as np
 from numba import njit, types
 
-from . import mathlib
-from .mathlib import (
+from . import math as mathlib
+from .math import (
     _bits_f32,
     _f32_bits,
     exp_f32,
@@ -42,16 +42,16 @@ from .mathlib import (
     log1p_f32,
     log1p_f64,
 )
-from .mathlib import _wadd as wadd
-from .mathlib import _wmul as wmul
-from .mathlib import _wsub as wsub
+from .math import _wadd as wadd
+from .math import _wmul as wmul
+from .math import _wsub as wsub
 
 
 def _jit(py_func):
     """njit for the helpers below, cached on disk by Numba (each costs 40-75 ms to compile on
     first use in a process, paid inside the first kernel that calls it); without a usable
     cache location Numba refuses `cache=True` and the helper compiles per process. Numba
-    invalidates a cached helper when this file changes, not when mathlib.py does: helpers that
+    invalidates a cached helper when this file changes, not when math.py does: helpers that
     inline mathlib *functions* use `_jit_uncached` (mathlib's bit-cast and wrap-around
     intrinsics, fixed operations, are fine)."""
     try:
@@ -389,8 +389,8 @@ def erfinv_mlx_f32(a):
 # dispatchers compiled on first use and marked `alwaysinline` for LLVM, so a kernel that calls
 # them compiles in ~0.1 s and LLVM still inlines and vectorizes them. Compiling a copy costs
 # 0.1-0.35 s, so they are cached on disk by Numba (`cache=True`, in `__pycache__` beside
-# mathlib.py, or Numba's user cache directory when that is read-only; invalidated when
-# mathlib.py changes), like memory.py's allocator hooks: only the first process on a machine
+# math.py, or Numba's user cache directory when that is read-only; invalidated when
+# math.py changes), like memory.py's allocator hooks: only the first process on a machine
 # pays, later ones load them in milliseconds. The cached object code keeps its LLVM bitcode,
 # which is what kernels link and inline.
 def _math_copy(py_func):
