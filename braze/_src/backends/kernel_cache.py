@@ -3,10 +3,14 @@
 
 Disk rules (the cache loads and runs code, so it trusts only what this user wrote):
 
-* every directory level braze creates is made with mode 0700; a directory that is not owned by
-  this user or that group/others can write to is refused (the disk cache is then off for the
-  process, with one warning): code loaded from there runs in this process;
-* files are written atomically: a temporary file in the same directory, then `os.replace`;
+* every directory level braze creates is made with mode 0700 (Numba's cache directory for the
+  kernels too), whatever the umask; a directory that is not owned by this user or that
+  group/others can write to is refused before anything is created inside it (the disk cache
+  is then off, with one warning): code loaded from there runs in this process. Directories are
+  checked again before each kernel build, so one made writable later is refused from then on;
+* files are written atomically (a temporary file in the same directory, then `os.replace`)
+  with mode 0600; Numba's files are made 0600 after it writes them, and an entry with a file
+  that is not `private_file` is rebuilt, never loaded;
 * entries are keyed by a hash of the kernel source and the backend identity (braze, Numba and
   LLVM versions, the CPU), and checked before use: a backend stores a manifest with the SHA-256
   of every file of an entry and never loads an entry whose files do not match it (a corrupt or
@@ -85,40 +89,70 @@ def _safe(path: str) -> bool:
     return not (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
-def secure_dir(path: str) -> str | None:
-    """Create `path` (and missing parents) with mode 0700 and check it and its braze-owned
-    parents; None (and a warning once) if it cannot be used safely."""
-    path = os.path.abspath(path)
+def private_file(path: str) -> bool:
+    """A file we may load: a regular file of this user that group and others cannot write."""
     try:
-        missing = []
-        p = path
-        while not os.path.isdir(p):
-            missing.append(p)
-            parent = os.path.dirname(p)
-            if parent == p:
-                break
-            p = parent
-        for p in reversed(missing):  # every level braze creates is 0700
-            try:
-                os.mkdir(p, 0o700)
-            except FileExistsError:
-                continue
-            os.chmod(p, 0o700)
-    except OSError as e:
-        _warn_once(f"[kernel cache] Cannot create {path!r} ({e}); the disk cache is off.")
-        return None
-    root = os.path.abspath(config.get().cache_dir)
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return False
+    return not (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _checked(path: str, root: str) -> bool:
+    """Whether `path` and each level above it up to `root` are `_safe` (a warning once
+    names the first that is not)."""
     p = path
     while True:
         if not _safe(p):
             _warn_once(f"[kernel cache] Refusing {p!r}: it must be a directory owned by this "
                        "user and not writable by group or others (chmod 700 it); the disk "
                        "cache is off.")
-            return None
-        if p == root or os.path.dirname(p) == p or not p.startswith(root):
-            break
+            return False
+        if p == root or not _inside(os.path.dirname(p), root):
+            return True
         p = os.path.dirname(p)
-    return path
+
+
+def _make_private(path: str, existing: str) -> None:
+    """Create the levels of `path` below `existing`, each with mode 0700."""
+    missing = []
+    p = path
+    while p != existing:
+        missing.append(p)
+        p = os.path.dirname(p)
+    for p in reversed(missing):
+        try:
+            os.mkdir(p, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(p, 0o700)  # a umask stricter than 077 would leave it unusable
+
+
+def secure_dir(path: str) -> str | None:
+    """Create `path` (and missing parents) with mode 0700 and check it and its parents up to
+    the cache root; None (and a warning once) if it cannot be used safely."""
+    path = os.path.abspath(path)
+    root = os.path.abspath(config.get().cache_dir)
+    existing = path
+    while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    # what exists is checked first, so that nothing is created inside a refused directory
+    if _inside(existing, root) and not _checked(existing, root):
+        return None
+    try:
+        _make_private(path, existing)
+    except OSError as e:
+        _warn_once(f"[kernel cache] Cannot create {path!r} ({e}); the disk cache is off.")
+        return None
+    return path if _checked(path, root) else None
 
 
 def backend_dir(backend: str) -> str | None:

@@ -30,6 +30,7 @@ import time
 import types as _pytypes
 
 import numba
+from numba.core.caching import _CacheLocator
 from numba.core.compiler import Compiler as _NumbaPipeline
 
 from .. import kernel_cache as KC
@@ -94,20 +95,23 @@ class NumbaCompiler(Compiler):
         self.identity = (f"braze {__version__}; numba {numba.__version__}; "
                          f"llvmlite {llvmlite.__version__}; cpu {_cpu_identity()}; "
                          f"runtime {_source_files_hash()}")
-        self._dir = None
-        self._dir_checked = False
 
     # -- disk --------------------------------------------------------------------------------
     def directory(self):
-        """The checked disk-cache directory, or None (re-checked when BRAZE_CACHE_DIR
-        changes)."""
-        from ... import config
-        root = config.get().cache_dir
-        if not self._dir_checked or self._root != root:
-            self._root = root
-            self._dir = KC.backend_dir("cpu")
-            self._dir_checked = True
-        return self._dir
+        """The checked disk-cache directory, or None when it or Numba's cache directory for
+        it cannot be used safely (checked at each kernel build: a few stat calls)."""
+        d = KC.backend_dir("cpu")
+        if d is None or KC.secure_dir(self._numba_dir(d)) is None:
+            return None
+        return d
+
+    @staticmethod
+    def _numba_dir(d: str) -> str:
+        """Where Numba caches the kernels of the modules in `d` (its own locators' rule)."""
+        if numba.config.CACHE_DIR:
+            sub = _CacheLocator.get_suitable_cache_subpath(os.path.join(d, "k.py"))
+            return os.path.join(numba.config.CACHE_DIR, sub)
+        return os.path.join(d, "__pycache__")
 
     def module_name(self, source: str) -> str:
         return "k_" + KC.sha256(source + "\n" + self.identity)[:24]
@@ -138,14 +142,25 @@ class NumbaCompiler(Compiler):
         return mod.kernel, "built"
 
     def _numba_files(self, d: str, modname: str) -> list:
-        pats = [os.path.join(d, "__pycache__", modname + ".kernel-*")]
-        ncd = os.environ.get("NUMBA_CACHE_DIR")
-        if ncd:
-            pats.append(os.path.join(ncd, "**", modname + ".kernel-*"))
-        out = []
-        for p in pats:
-            out += glob.glob(p, recursive=True)
-        return sorted(set(out))
+        pattern = glob.escape(modname) + ".kernel-*"
+        return sorted(glob.glob(os.path.join(self._numba_dir(d), pattern)))
+
+    @staticmethod
+    def _entry_ok(path, manifest, files, source, src_hash) -> bool:
+        """Whether the entry on disk is this source's, intact, and writable by this user
+        alone (Numba loads its files as they are when they pass)."""
+        if not files or not all(KC.private_file(f) for f in [path, manifest, *files]):
+            return False
+        return KC.read_bytes(path) == source.encode() and KC.check_manifest(
+            manifest, src_hash, os.path.dirname(files[0]), [os.path.basename(f) for f in files])
+
+    @staticmethod
+    def _discard(paths) -> None:
+        for f in paths:
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
 
     def _compile_disk(self, d: str, source: str, name: str):
         modname = self.module_name(source)
@@ -154,23 +169,12 @@ class NumbaCompiler(Compiler):
         src_hash = KC.sha256(source)
         with KC._LOCK:
             files = self._numba_files(d, modname)
-            ok = (KC.read_bytes(path) == source.encode() and files and KC.check_manifest(
-                manifest, src_hash, os.path.dirname(files[0]),
-                [os.path.basename(f) for f in files]))
+            ok = self._entry_ok(path, manifest, files, source, src_hash)
             if not ok:
-                if files or os.path.exists(manifest) or os.path.exists(path):
-                    KC.Stats.corrupt += 1 if os.path.exists(manifest) else 0
-                for f in files:
-                    try:
-                        os.unlink(f)
-                    except OSError:
-                        pass
-                try:
-                    os.unlink(manifest)
-                except OSError:
-                    pass
-                if KC.read_bytes(path) != source.encode():
-                    KC.atomic_write(path, source)
+                if os.path.exists(manifest):
+                    KC.Stats.corrupt += 1
+                self._discard(files + [manifest])
+                KC.atomic_write(path, source)
             t0 = time.perf_counter()
             if not ok:
                 scalar.prepare(render.math_functions(source))
@@ -191,6 +195,8 @@ class NumbaCompiler(Compiler):
             KC.Stats.builds += 1
             KC.Stats.build_seconds += dt
             files = self._numba_files(d, modname)
+            for f in files:  # Numba writes with the umask's modes, inside our 0700 directory
+                os.chmod(f, 0o600)
             if files:
                 KC.write_manifest(manifest, src_hash, files)
             return k, "built"
