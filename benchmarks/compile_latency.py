@@ -8,7 +8,7 @@ Workloads: `chain` (N elementwise ops on two inputs, N from --sizes), `mlp` (val
 a --layers deep MLP), `transformer` (value_and_grad of a --blocks deep TransformerEncoder).
 Each is compiled --repeat times (a fresh `mx.compile` each time; medians are printed): `trace`
 is the first call's time outside the passes (running the function on placeholders, copying the tape,
-replaying it lazily), then each pass (simplify's four, fuse_rows, fuse) is timed by a wrapper.
+replaying it lazily), then each pass of the pipeline (compile/pipeline.py) is timed by a wrapper.
 `ops` is the number of primitives after simplify; `/1k` columns are seconds per 1000 of them.
 
 Kernel build time (unless --no-build) is measured in child processes so that no kernel is
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -31,12 +32,10 @@ import time
 import braze.core as mx
 import braze.nn as nn
 from braze._src import config
-from braze._src.compile import fuse as F
-from braze._src.compile import fuse_rows as FR
-from braze._src.compile import simplify as S
+from braze._src.compile import pipeline
 
 WORKLOADS = ("chain", "mlp", "transformer")
-PASS_NAMES = tuple(p.__name__ for p in S.PASSES) + ("fuse_rows", "fuse")
+PASS_NAMES = tuple(p.name for p in pipeline.PASSES)
 
 
 # -- workloads: (compiled function's body, its arguments, its compile kwargs) -----------------
@@ -113,14 +112,13 @@ def _timed(fn, name, times):
 @contextlib.contextmanager
 def pass_timers(times):
     """Wrap each pass the compiler calls (it looks them up at trace time) with a timer."""
-    saved = S.PASSES, FR.fuse_rows, F.fuse
-    S.PASSES = tuple(_timed(p, p.__name__, times) for p in saved[0])
-    FR.fuse_rows = _timed(saved[1], "fuse_rows", times)
-    F.fuse = _timed(saved[2], "fuse", times)
+    saved = pipeline.PASSES
+    pipeline.PASSES = tuple(dataclasses.replace(p, run=_timed(p.run, p.name, times))
+                            for p in saved)
     try:
         yield
     finally:
-        S.PASSES, FR.fuse_rows, F.fuse = saved
+        pipeline.PASSES = saved
 
 
 def compile_once(name, size):
@@ -192,7 +190,8 @@ def _row(rec, build):
 
 
 def header(build):
-    short = {"merge_scalar_constants": "consts", "remove_noops": "noops"}
+    short = {"merge_scalar_constants": "consts", "remove_noops": "noops",
+             "square_powers": "square", "decompose": "decomp"}
     cols = [f"{'workload':<11}", f"{'size':>5}", f"{'ops':>6}", f"{'kern':>5}",
             f"{'trace':>7}"]
     cols += [f"{short.get(p, p)[:7]:>7}" for p in PASS_NAMES]

@@ -15,6 +15,7 @@ import pytest
 import braze.core as mx
 from braze._src import config
 from braze._src.compile import api as capi
+from braze._src.compile import pipeline
 from braze._src.compile import simplify as S
 from braze._src.compile.replay import replay
 from braze._src.compile.tape import Tape
@@ -360,10 +361,22 @@ def test_cse_respects_parameters_and_outputs():
     assert {"Cos", "Sin"} <= set(_names(t))
 
 
+def test_square_powers_only_rewrites_float_powers_of_two():
+    def names(fun, x):
+        return _names(S.square_powers(_tape_of(fun, x)))
+
+    x = mx.array([1.5, -2.0])
+    assert "Square" in names(lambda a: a ** 2, x) and "Power" not in names(lambda a: a ** 2, x)
+    assert "Power" in names(lambda a: a ** 2.5, x)
+    assert "Power" in names(lambda a: a ** 2, mx.array([3, 4]))  # integers keep ipow
+    assert "Power" in names(lambda a: a ** a, x)
+
+
 def test_cse_multi_output_nodes():
     x = mx.array([7, 8])
     # the two 3s are separate constants until merge_scalar_constants runs first, as in simplify
-    t = S.simplify(_tape_of(lambda x: mx.divmod(x, 3)[0] + mx.divmod(x, 3)[1], x))
+    t = pipeline.run(_tape_of(lambda x: mx.divmod(x, 3)[0] + mx.divmod(x, 3)[1], x),
+                     ("simplify",))
     assert _names(t).count("DivMod") == 2  # one node with two sibling outputs
     sib = [a for a in t.nodes if a._prim.name == "DivMod"]
     assert sib[0]._siblings is sib[1]._siblings
@@ -380,12 +393,14 @@ def test_dce():
     assert _names(t) == ["Add"] or "Exp" not in _names(t)
 
 
-def test_passes_are_named_tape_functions():
-    assert [p.__name__ for p in S.PASSES] == ["merge_scalar_constants", "remove_noops", "cse",
-                                              "dce"]
+def test_passes_are_one_list_of_named_tape_functions():
+    assert [p.name for p in pipeline.PASSES] == [
+        "merge_scalar_constants", "remove_noops", "square_powers", "cse", "dce", "decompose",
+        "fuse_rows", "fuse"]
     t = _tape_of(lambda x: x + 1, mx.array(1.0))
-    for p in S.PASSES:
-        assert isinstance(p(t), Tape)
+    for p in pipeline.PASSES:
+        t = p.run(t)
+        assert isinstance(t, Tape)
 
 
 # -- replay ---------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import braze.core as mx
-from braze._src.compile import api as capi
 
 
 def _needs(what):
@@ -837,9 +836,6 @@ def test_double_constant():
 
 # 51
 def test_shared_broadcast():
-    if not _has_fuse():
-        _needs("fusion (compile B: braze/_src/compile/fuse.py)")
-
     def fun(x, y, z):
         yy = mx.broadcast_to(y, z.shape)
         return (x + yy * z), yy.sum()
@@ -853,10 +849,6 @@ def test_shared_broadcast():
     assert "CompiledBroadcastMultiplyAdd" in buf.getvalue()
     for p, q in zip(outs, fun(x, y, z)):
         assert mx.allclose(p, q)
-
-
-def _has_fuse():
-    return capi._get_fuse() is not None
 
 
 # 52
@@ -1019,8 +1011,6 @@ def test_compile_output_with_siblings():
 
 # 62
 def test_compile_donates_input_buffer():
-    if not _has_fuse():
-        _needs("fusion and buffer donation (compile B)")
     mx.set_default_device(mx.cpu)
     inp = mx.arange(16, dtype=mx.float32)
     mx.eval(inp)

@@ -493,9 +493,9 @@ def test_complex_regions_run_on_the_reference(cpu):
 
 @pytest.mark.parametrize("dt", [mx.float32, mx.float64, mx.float16, mx.bfloat16])
 def test_square_power_is_a_multiply_with_pow_semantics(cpu, dt):
-    """`x ** 2` (a Power by the broadcast constant 2) is rendered as x * x: bit-identical to
-    the reference (NaN, infinities, -0, overflow; the sign of a NaN is not part of the
-    semantics), elementwise and inside a row kernel."""
+    """`x ** 2` (a Power by the broadcast constant 2) becomes Square (the square_powers pass),
+    rendered as x * x: bit-identical to the reference (NaN, infinities, -0, overflow; the sign
+    of a NaN is not part of the semantics), elementwise and inside a row kernel."""
     vals = np.array([0, -0.0, 1.5, -3, np.inf, -np.inf, np.nan, 1e20, 1e-30, 65504, 3e38,
                      -2.5e-20], np.float32)
     x = mx.array(vals).astype(dt)
@@ -507,6 +507,7 @@ def test_square_power_is_a_multiply_with_pow_semantics(cpu, dt):
     assert np.array_equal(np.signbit(g64[num]), np.signbit(r64[num]))
     got, ref = run_both(lambda a: mx.sum((a - 1) ** 2, axis=-1, keepdims=True), x)
     same(got, ref, exact=False, rtol=1e-6 if dt in (mx.float32, mx.float64) else 1e-2)
-    srcs = [p.source for e in cpu._entries.values() for p in e.programs.values()
-            if "Power" in p.name]
-    assert srcs and not any("power_f" in s for s in srcs)
+    names = [p.name for e in cpu._entries.values() for p in e.programs.values()]
+    assert any("Square" in n for n in names) and not any("Power" in n for n in names)
+    assert not any("power_f" in p.source for e in cpu._entries.values()
+                   for p in e.programs.values())

@@ -30,7 +30,7 @@ from ..prims.base import bind
 from ..prims.core import Copy
 from ..scheduler import user_frame
 from . import diagnostics as diag
-from . import simplify as S
+from . import pipeline
 from .replay import SHAPELESS_REFUSED, ReplayPlan, replay
 from .trace import SiteRecorder, capture, compile_trace, placeholder
 
@@ -370,14 +370,6 @@ def _row_kernel_counts(tape) -> tuple:
     return kernels, reductions
 
 
-def _get_fuse():
-    try:
-        from .fuse import fuse
-    except ImportError:
-        return None
-    return fuse
-
-
 # -- the compiled function ---------------------------------------------------------------------
 class CompiledFunction:
     """What `mx.compile(fun)` returns. Calls like `fun`; `stats()` reports the cache."""
@@ -590,20 +582,9 @@ class CompiledFunction:
         n = self._traces
         diag.show_tape(name, n, "traced", tape, 2)
         before = _prim_counts(tape)
-        mode = cfg.compile_mode
-        if mode != "no_simplify":
-            for p in S.PASSES:
-                tape = p(tape)
-                diag.show_tape(name, n, f"after {p.__name__}", tape, 3)
+        tape = pipeline.run(tape, ("simplify",), name, n)
         simplified = _prim_counts(tape)
-        fuse = _get_fuse() if mode != "no_fuse" else None
-        if fuse is not None:
-            if mode != "no_reduce_fusion":
-                from .fuse_rows import fuse_rows
-                tape = fuse_rows(tape)
-                diag.show_tape(name, n, "after fuse_rows", tape, 3)
-            tape = fuse(tape)
-            diag.show_tape(name, n, "after fuse", tape, 3)
+        tape = pipeline.run(tape, ("rows", "fuse"), name, n)
         after = _prim_counts(tape)
         rows = _row_kernel_counts(tape)
         if sites:

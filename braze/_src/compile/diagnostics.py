@@ -108,3 +108,9 @@ def show_tape(name: str, trace_no: int, stage: str, tape, level: int) -> None:
         emit(f"[compile] {name} trace #{trace_no}, tape {stage}:\n{text}")
     if cfg.dump_dir:
         dump(name, trace_no, stage, text)
+
+
+def show_unchanged(name: str, trace_no: int, pass_name: str) -> None:
+    """At debug level 3: pass `pass_name` left the tape as it was."""
+    if config.get().debug >= 3:
+        emit(f"[compile] {name} trace #{trace_no}, tape after {pass_name}: unchanged")

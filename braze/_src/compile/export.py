@@ -41,7 +41,7 @@ from ..array import TraceState, array
 from ..graph import _letters
 from ..prims.base import REGISTRY, Primitive, bind
 from ..prims.core import Copy
-from . import simplify as S
+from . import pipeline
 from .replay import ReplayPlan, replay
 from .tape import Tape
 from .trace import capture, compile_trace, placeholder
@@ -204,8 +204,8 @@ def _trace(fun, pos, kw, shapeless, name):
         out = fun(*phs[:n], **dict(zip(sorted(kw), phs[n:])))
         outs = _flat_outputs(out)
     tape = capture(phs, outs, real, name, tags).copy()
-    for p in S.PASSES:
-        tape = p(tape)
+    for p in pipeline.passes(("simplify",)):
+        tape = p.run(tape)
     return tape
 
 

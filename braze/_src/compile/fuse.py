@@ -16,7 +16,8 @@ The rules are those of MLX's `compile_fuse`:
 - Scalar constants among the group's inputs (size 1, data, no primitive, not function inputs)
   are baked into the KernelIR exactly.
 
-A primitive is fusable when it declares `codegen` (an elementwise kernel expression). The pass
+A primitive is fusable when it declares a `kernel_op` (the elementwise operation it is inside a
+kernel; `Broadcast` and `AsType` are fusable too: a broadcast is read with strides). The pass
 rewires the tape's private node arrays in place and returns a new Tape whose nodes are the
 surviving nodes and the `Compiled` nodes (all outputs of each, siblings adjacent, in topological
 order). Its time is linear in the tape: every consumer question is answered from `_Uses` in time
@@ -25,7 +26,6 @@ bounded by the region's size.
 from __future__ import annotations
 
 from ..array import array
-from ..prims.core import AsType, Broadcast
 from .compiled import Compiled
 from .kernel_ir import IRInput, IROp, KernelIR
 from .tape import Tape
@@ -35,18 +35,12 @@ MAX_ARRAYS = 24
 
 
 def is_fusable(prim) -> bool:
-    """A primitive is fusable iff it says how it reads inside a kernel (`codegen`).
-
-    `Broadcast` and `AsType` are fusable too (MLX emits both as a cast; broadcasting is done with
-    strides) while prims/core.py does not declare their `codegen` yet.
-    """
-    if getattr(prim, "codegen", None) is not None:
-        return True
-    return isinstance(prim, (Broadcast, AsType))
+    """A primitive is fusable iff it says what it is inside a kernel (`kernel_op`)."""
+    return prim.kernel_op is not None
 
 
 def _is_broadcast(a) -> bool:
-    return isinstance(a._prim, Broadcast)  # DynamicBroadcast (shapeless traces) included
+    return a._prim.kernel_op == "broadcast"  # DynamicBroadcast (shapeless traces) included
 
 
 def _set_input(node, slot, new):
@@ -159,7 +153,7 @@ def _grow(root, cache, uses, output_map, keep):
             input_set.add(id(a))
             return
         if depth > 0 and not uses.all_inside(a):
-            if isinstance(prim, Broadcast) and len(input_set) < MAX_ARRAYS:
+            if prim.kernel_op == "broadcast" and len(input_set) < MAX_ARRAYS:
                 recurse(_split(a, uses, keep), depth)
             else:
                 input_set.add(id(a))

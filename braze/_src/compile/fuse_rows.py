@@ -19,7 +19,7 @@ joins when it qualifies and none of its consumers is an outside node that leads 
 region (a *feed*): the region stays convex, so replacing it by one node cannot make a cycle.
 A member with consumers outside, or that is a function output, becomes a kernel output.
 Softmax and LogSumExp over trailing axes are first expanded into their primitives (same
-formulas as their `eval_cpu`), so they fuse too.
+formulas as their `eval_cpu`) by the `decompose` pass (`expand_composites`), so they fuse too.
 
 `BRAZE_COMPILE_MODE=no_reduce_fusion` skips the pass.
 """
@@ -407,7 +407,6 @@ def _emit(members, nodes, pos, cons, output_ids, input_ids, space):
 
 def fuse_rows(tape: Tape) -> Tape:
     """Replace row regions of `tape` by `Compiled` row kernels (see the module doc)."""
-    tape = expand_composites(tape)
     rewire_shape_reads(tape)
     input_ids = {id(x) for x in tape.inputs}
     nodes = list(tape.nodes)

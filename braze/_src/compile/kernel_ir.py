@@ -238,7 +238,5 @@ class KernelIR:
 
 
 def _op_identity(prim) -> str:
-    if isinstance(prim, Broadcast):
-        return "Broadcast"
-    code = getattr(prim, "codegen", None)
-    return f"{prim.name}[{code}]" if code is not None else repr(prim)
+    # a broadcast's target shape is not part of the kernel (strides realise it)
+    return "Broadcast" if prim.kernel_op == "broadcast" else repr(prim)

@@ -1,20 +1,22 @@
 """The simplify passes, each a named function Tape -> Tape (MLX's `compile_simplify`).
 
 1. `merge_scalar_constants`: equal 0-d constants (same dtype, same bits) become one array.
-2. `remove_noops`: Copy and StopGradient nodes are bypassed (gradients were traced already).
-3. `cse`: nodes with equal primitives (dataclass equality, so parameters such as Log's base or
+2. `remove_noops`: nodes whose primitive is a `noop` (Copy, StopGradient) are bypassed
+   (gradients were traced already).
+3. `square_powers`: a float `x ** 2` becomes `Square(x)` (the same correctly rounded x * x,
+   without a call to pow, which costs ~20x a multiply and vectorizes worse).
+4. `cse`: nodes with equal primitives (dataclass equality, so parameters such as Log's base or
    Equal's equal_nan count) and identical inputs are merged; the earlier one survives; a
    function output is never merged away; multi-output nodes merge sibling by sibling.
-4. `dce`: nodes no output depends on are dropped.
+5. `dce`: nodes no output depends on are dropped.
 
 Passes own the tape's nodes (Tape.copy was taken after tracing), so they rewrite `_inputs` in
 place; `set_inputs` keeps the consumer counts (`_nc`) of the arrays right.
 """
 from __future__ import annotations
 
+from ..prims.unary import SQUARE
 from .tape import Tape
-
-NOOPS = ("Copy", "StopGradient")
 
 
 def set_inputs(node, new_inputs) -> None:
@@ -73,11 +75,11 @@ def merge_scalar_constants(tape: Tape) -> Tape:
 
 
 def remove_noops(tape: Tape) -> Tape:
-    """Bypass Copy and StopGradient: consumers (and outputs) read the no-op's input."""
+    """Bypass no-op nodes: consumers (and outputs) read the no-op's input."""
     subst = {}
     kept = []
     for a in tape.nodes:
-        if a._prim is not None and type(a._prim).__name__ in NOOPS and a._siblings is None:
+        if a._prim is not None and a._prim.noop and a._siblings is None:
             subst[id(a)] = a._inputs[0]
         else:
             kept.append(a)
@@ -85,6 +87,28 @@ def remove_noops(tape: Tape) -> Tape:
         _rewire(tape, subst)
         tape.nodes = kept
     return tape
+
+
+def square_powers(tape: Tape) -> Tape:
+    """`Power(x, 2)` on floats, the exponent a scalar constant (often broadcast), becomes
+    `Square(x)`; the exponent's nodes are left to dce."""
+    for a in tape.nodes:
+        prim = a._prim
+        if prim is None or prim.kernel_op != "power" or a._dtype.kind != "f":
+            continue
+        if _scalar_value(a._inputs[1]) == 2.0:
+            set_inputs(a, a._inputs[:1])
+            a._prim = SQUARE
+    return tape
+
+
+def _scalar_value(x):
+    """The value of a one-element constant, looking through broadcasts; None otherwise."""
+    while x._prim is not None and x._prim.kernel_op == "broadcast":
+        x = x._inputs[0]
+    if x._prim is not None or x._data is None or x.size != 1:
+        return None
+    return x._data.reshape(-1)[0].item()
 
 
 def _same_prim(p, q) -> bool:
@@ -165,11 +189,3 @@ def dce(tape: Tape) -> Tape:
     return tape
 
 
-#: the simplify pipeline, in order (each a Tape -> Tape function)
-PASSES = (merge_scalar_constants, remove_noops, cse, dce)
-
-
-def simplify(tape: Tape) -> Tape:
-    for p in PASSES:
-        tape = p(tape)
-    return tape

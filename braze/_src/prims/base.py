@@ -40,8 +40,23 @@ class Primitive:
 
     #: set on primitives that have no derivative (comparisons, integer ops, argmax, ...)
     differentiable = True
-    #: how the primitive reads inside a generated kernel; having one makes it fusable
-    codegen = None
+    #: the elementwise operation this primitive is inside a generated kernel, as an op name
+    #: ("exp", "add", "cast", ...) that each backend spells in its own table, with the
+    #: primitive's parameters (Log's base, Round's decimals); having one makes it fusable
+    kernel_op = None
+    #: a transcendental or libm call (tens of cycles): worth storing rather than recomputing
+    costly = False
+    #: its float16/bfloat16 result is exactly representable (kernels skip the rounding)
+    exact = False
+    #: its output equals its first input once gradients are traced (Copy, StopGradient):
+    #: the compile passes bypass it
+    noop = False
+    #: a reduction over some axes of its input (`reduced_axes()`, `reduce_type`)
+    reduction = False
+    #: inputs from this slot on are read for their shape only (None: every input's value)
+    shape_only_from = None
+    #: whether it can re-infer its output shape from new input shapes in a shapeless trace
+    reinfers_shape = True
     #: True when the scheduler should call `eval_node(array)` instead of `eval_cpu(*buffers)`
     #: (a fused kernel that may donate an input buffer needs to see the graph node)
     node_eval = False

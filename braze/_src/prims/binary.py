@@ -111,9 +111,9 @@ _G = globals()
 _B = dict(namespace=_G, arity=2)
 _NDB = dict(namespace=_G, arity=2, differentiable=False)
 
-ADD = make_elementwise("Add", np.add, "same", "({0} + {1})",
+ADD = make_elementwise("Add", np.add, "same", "add",
                        d=(lambda t, a, b, o: t, lambda t, a, b, o: t), **_B)
-SUBTRACT = make_elementwise("Subtract", _subtract, "same", "({0} - {1})",
+SUBTRACT = make_elementwise("Subtract", _subtract, "same", "subtract",
                             d=(lambda t, a, b, o: t, lambda t, a, b, o: -t), **_B)
 def _multiply_vjp(self, primals, cotangents, argnums, outputs):
     # conj(other) * g, in that order: NumPy's complex multiply (fused multiply-adds) is not
@@ -126,44 +126,44 @@ def _multiply_vjp(self, primals, cotangents, argnums, outputs):
     return res
 
 
-MULTIPLY = make_elementwise("Multiply", np.multiply, "same", "({0} * {1})",
+MULTIPLY = make_elementwise("Multiply", np.multiply, "same", "multiply",
                             d=(lambda t, a, b, o: t * b, lambda t, a, b, o: t * a),
                             vjp=_multiply_vjp, **_B)
-DIVIDE = make_elementwise("Divide", np.divide, "same", "({0} / {1})",
+DIVIDE = make_elementwise("Divide", np.divide, "same", "divide",
                           d=(lambda t, a, b, o: t / b, lambda t, a, b, o: -(t * o) / b), **_B)
-FLOOR_DIVIDE = make_elementwise("FloorDivide", _floor_divide, "same", "floordiv({0}, {1})",
+FLOOR_DIVIDE = make_elementwise("FloorDivide", _floor_divide, "same", "floor_divide",
                                 **_NDB)  # piecewise constant: zero gradient, as MLX
-REMAINDER = make_elementwise("Remainder", _bool_via_u8(np.remainder), "same", "rem({0}, {1})",
+REMAINDER = make_elementwise("Remainder", _bool_via_u8(np.remainder), "same", "remainder",
                              d=(lambda t, a, b, o: t,
                                 lambda t, a, b, o: -(t * ops.floor_divide(a, b))), **_B)
-POWER = make_elementwise("Power", _power, "same", "pow({0}, {1})",
+POWER = make_elementwise("Power", _power, "same", "power", costly=True,
                          d=(lambda t, a, b, o: t * (b * ops.power(a, b - 1)), _power_db), **_B)
-MAXIMUM = make_elementwise("Maximum", np.maximum, "same", "maximum({0}, {1})",  # ties: to b
+MAXIMUM = make_elementwise("Maximum", np.maximum, "same", "maximum", exact=True,  # ties: to b
                            d=(lambda t, a, b, o: t * (a > b), lambda t, a, b, o: t * (a <= b)),
                            **_B)
-MINIMUM = make_elementwise("Minimum", np.minimum, "same", "minimum({0}, {1})",  # ties: to b
+MINIMUM = make_elementwise("Minimum", np.minimum, "same", "minimum", exact=True,  # ties: to b
                            d=(lambda t, a, b, o: t * (a < b), lambda t, a, b, o: t * (a >= b)),
                            **_B)
-LOG_ADD_EXP = make_elementwise("LogAddExp", _logaddexp, "same", "logaddexp({0}, {1})",
+LOG_ADD_EXP = make_elementwise("LogAddExp", _logaddexp, "same", "logaddexp", costly=True,
                                d=(_logaddexp_da, lambda t, a, b, o: _logaddexp_da(t, b, a, o)),
                                **_B)
-ARCTAN2 = make_elementwise("ArcTan2", np.arctan2, "same", "atan2({0}, {1})",
+ARCTAN2 = make_elementwise("ArcTan2", np.arctan2, "same", "arctan2", costly=True,
                            d=(lambda t, a, b, o: t * b / (a * a + b * b),
                               lambda t, a, b, o: -(t * a) / (a * a + b * b)), **_B)
-BITWISE_AND = make_elementwise("BitwiseAnd", np.bitwise_and, "same", "({0} & {1})", **_NDB)
-BITWISE_OR = make_elementwise("BitwiseOr", np.bitwise_or, "same", "({0} | {1})", **_NDB)
-BITWISE_XOR = make_elementwise("BitwiseXor", np.bitwise_xor, "same", "({0} ^ {1})", **_NDB)
-LEFT_SHIFT = make_elementwise("LeftShift", np.left_shift, "same", "({0} << {1})", **_NDB)
-RIGHT_SHIFT = make_elementwise("RightShift", np.right_shift, "same", "({0} >> {1})", **_NDB)
-LOGICAL_AND = make_elementwise("LogicalAnd", np.logical_and, "bool", "({0} and {1})", **_NDB)
-LOGICAL_OR = make_elementwise("LogicalOr", np.logical_or, "bool", "({0} or {1})", **_NDB)
-NOT_EQUAL = make_elementwise("NotEqual", np.not_equal, "bool", "({0} != {1})", **_NDB)
-LESS = make_elementwise("Less", np.less, "bool", "({0} < {1})", **_NDB)
-LESS_EQUAL = make_elementwise("LessEqual", np.less_equal, "bool", "({0} <= {1})", **_NDB)
-GREATER = make_elementwise("Greater", np.greater, "bool", "({0} > {1})", **_NDB)
-GREATER_EQUAL = make_elementwise("GreaterEqual", np.greater_equal, "bool", "({0} >= {1})",
+BITWISE_AND = make_elementwise("BitwiseAnd", np.bitwise_and, "same", "bitwise_and", **_NDB)
+BITWISE_OR = make_elementwise("BitwiseOr", np.bitwise_or, "same", "bitwise_or", **_NDB)
+BITWISE_XOR = make_elementwise("BitwiseXor", np.bitwise_xor, "same", "bitwise_xor", **_NDB)
+LEFT_SHIFT = make_elementwise("LeftShift", np.left_shift, "same", "left_shift", **_NDB)
+RIGHT_SHIFT = make_elementwise("RightShift", np.right_shift, "same", "right_shift", **_NDB)
+LOGICAL_AND = make_elementwise("LogicalAnd", np.logical_and, "bool", "logical_and", **_NDB)
+LOGICAL_OR = make_elementwise("LogicalOr", np.logical_or, "bool", "logical_or", **_NDB)
+NOT_EQUAL = make_elementwise("NotEqual", np.not_equal, "bool", "not_equal", **_NDB)
+LESS = make_elementwise("Less", np.less, "bool", "less", **_NDB)
+LESS_EQUAL = make_elementwise("LessEqual", np.less_equal, "bool", "less_equal", **_NDB)
+GREATER = make_elementwise("Greater", np.greater, "bool", "greater", **_NDB)
+GREATER_EQUAL = make_elementwise("GreaterEqual", np.greater_equal, "bool", "greater_equal",
                                  **_NDB)
-SELECT = make_elementwise("Select", _select, "second", "({1} if {0} else {2})", namespace=_G,
+SELECT = make_elementwise("Select", _select, "second", "select", exact=True, namespace=_G,
                           arity=3, vjp=_select_vjp, jvp=_select_jvp)
 
 
@@ -174,9 +174,7 @@ class Equal(Primitive):
     equal_nan: bool = False
     differentiable = False
 
-    @property
-    def codegen(self):
-        return "nan_equal({0}, {1})" if self.equal_nan else "({0} == {1})"
+    kernel_op = "equal"  # NaNs equal with `equal_nan`
 
     def abstract_eval(self, a, b):
         return [(a.shape, D.bool_)]

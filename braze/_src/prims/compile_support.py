@@ -24,6 +24,8 @@ from .core import Broadcast, sum_like
 class DynamicBroadcast(Broadcast):
     """`x` broadcast against all inputs (the shape is re-inferred at shapeless replay)."""
 
+    shape_only_from = 1  # the other inputs lend their shapes
+
     @property
     def name(self) -> str:
         return "Broadcast"
@@ -83,6 +85,7 @@ class NumberOfElements(Primitive):
     inverted: bool
     dtype: D.Dtype
     differentiable = False
+    shape_only_from = 0
 
     def _value(self, shape):
         n = 1

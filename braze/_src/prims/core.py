@@ -30,6 +30,8 @@ class AsType(Primitive):
     backend's kernels compute the same values."""
 
     dtype: D.Dtype
+    kernel_op = "cast"
+    exact = True  # the cast rounds to the target itself
 
     def abstract_eval(self, x):
         return [(x.shape, self.dtype)]
@@ -59,6 +61,8 @@ class Broadcast(Primitive):
 
     shape: tuple
     dense: bool = field(default=False, repr=False)
+    kernel_op = "broadcast"  # kernels read the input with stride 0 along broadcast axes
+    exact = True
 
     def abstract_eval(self, x):
         return [(self.shape, x.dtype)]
@@ -135,6 +139,8 @@ class SumLike(Primitive):
     """Inputs (x, like): x summed over its leading axes and the axes where `like` has size 1
     and x does not, giving like's shape (the shape-following vjp of a broadcast)."""
 
+    shape_only_from = 1
+
     def abstract_eval(self, x, like):
         if len(x.shape) < len(like.shape) or any(
                 d != 1 and d != s for d, s in zip(reversed(like.shape), reversed(x.shape))):
@@ -183,6 +189,8 @@ SUM_LIKE = SumLike()
 @dataclass(frozen=True)
 class Copy(Primitive):
     """Identity with a new array identity: how transforms make tracers of their inputs."""
+
+    noop = True
 
     def abstract_eval(self, x):
         return [(x.shape, x.dtype)]

@@ -112,6 +112,10 @@ class Reduce(Primitive):
 
     reduce_type: str
     axes: tuple
+    reduction = True
+
+    def reduced_axes(self) -> tuple:
+        return self.axes
 
     def __post_init__(self):
         if self.reduce_type not in REDUCE_TYPES:
@@ -193,6 +197,10 @@ class ArgReduce(Primitive):
     axis: int
 
     differentiable = False
+    reduction = True
+
+    def reduced_axes(self) -> tuple:
+        return (self.axis,)
 
     def __post_init__(self):
         if self.reduce_type not in ("argmax", "argmin"):

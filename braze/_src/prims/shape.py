@@ -126,6 +126,8 @@ class ReshapeLike(Primitive):
     """Inputs (x, like): x reshaped to like's shape (same size). The shape-following vjp of
     Reshape and Flatten in shapeless compile traces; `like` only lends its shape."""
 
+    shape_only_from = 1
+
     def abstract_eval(self, x, like):
         if _prod(x.shape) != _prod(like.shape):
             raise ValueError(f"[reshape] Cannot reshape array of size {_prod(x.shape)} into "

@@ -147,22 +147,23 @@ def _make_eval(fn, arity: int):
     return eval_cpu
 
 
-def make_elementwise(name, fn, kind, codegen, *, arity=1, differentiable=True,
+def make_elementwise(name, fn, kind, kernel_op, *, arity=1, differentiable=True,
                      namespace=None, d=None, **rules):
     """Create, register and return the singleton instance of a parameterless primitive.
 
     The class is also stored in `namespace` (a module's globals).
     `d` gives the derivative as `linear_rules` reads it (one function, or a tuple of one per
-    input), from which vjp and jvp are built; `rules` become methods of the class (e.g. `vjp=`,
-    `jvp=`, `vmap=` functions of `self`) and take precedence. vmap is `elementwise_vmap`.
+    input), from which vjp and jvp are built; `rules` become attributes of the class (methods
+    such as `vjp=`, `jvp=`, `vmap=` functions of `self`, or flags such as `costly=True`, see
+    `Primitive`) and take precedence. vmap is `elementwise_vmap`.
     """
     attrs = {
-        "__doc__": f"Elementwise {name}: `{codegen}`.",
+        "__doc__": f"Elementwise {name} (kernel op `{kernel_op}`).",
         "__module__": namespace["__name__"] if namespace else __name__,
         "__qualname__": name,
         "fn": staticmethod(fn) if not isinstance(fn, np.ufunc) else fn,
         "kind": kind,
-        "codegen": codegen,
+        "kernel_op": kernel_op,
         "arity": arity,
         "differentiable": differentiable,
         "abstract_eval": _make_abstract(kind, arity),
@@ -275,61 +276,65 @@ _G = globals()
 _U = dict(namespace=_G)
 _ND = dict(namespace=_G, differentiable=False)
 
-ABS = make_elementwise("Abs", np.absolute, "real", "abs({0})", vjp=_abs_vjp, jvp=_abs_jvp, **_U)
-NEGATIVE = make_elementwise("Negative", np.negative, "same", "(-{0})", d=lambda t, x, y: -t, **_U)
-SIGN = make_elementwise("Sign", _sign, "same", "sign({0})", **_ND)  # zero derivative, as MLX
-SQUARE = make_elementwise("Square", np.square, "same", "({0} * {0})",
+ABS = make_elementwise("Abs", np.absolute, "real", "abs", exact=True, vjp=_abs_vjp, jvp=_abs_jvp,
+                       **_U)
+NEGATIVE = make_elementwise("Negative", np.negative, "same", "negative", exact=True,
+                            d=lambda t, x, y: -t, **_U)
+SIGN = make_elementwise("Sign", _sign, "same", "sign", exact=True, **_ND)  # zero derivative, as MLX
+SQUARE = make_elementwise("Square", np.square, "same", "square",
                           d=lambda t, x, y: t * (2 * x), **_U)
-SQRT = make_elementwise("Sqrt", np.sqrt, "same", "sqrt({0})", d=lambda t, x, y: t / (2 * y),
+SQRT = make_elementwise("Sqrt", np.sqrt, "same", "sqrt", d=lambda t, x, y: t / (2 * y),
                         **_U)
-RSQRT = make_elementwise("Rsqrt", in_f32(_rsqrt), "same", "(1 / sqrt({0}))",
+RSQRT = make_elementwise("Rsqrt", in_f32(_rsqrt), "same", "rsqrt",
                          d=lambda t, x, y: t * (-0.5 * y / x), **_U)
-EXP = make_elementwise("Exp", np.exp, "same", "exp({0})", d=lambda t, x, y: t * y, **_U)
-EXPM1 = make_elementwise("Expm1", np.expm1, "same", "expm1({0})",
+EXP = make_elementwise("Exp", np.exp, "same", "exp", costly=True, d=lambda t, x, y: t * y, **_U)
+EXPM1 = make_elementwise("Expm1", np.expm1, "same", "expm1", costly=True,
                          d=lambda t, x, y: t * (y + 1), **_U)
-LOG1P = make_elementwise("Log1p", np.log1p, "same", "log1p({0})",
+LOG1P = make_elementwise("Log1p", np.log1p, "same", "log1p", costly=True,
                          d=lambda t, x, y: t / (x + 1), **_U)
-SIN = make_elementwise("Sin", np.sin, "same", "sin({0})", d=lambda t, x, y: t * ops.cos(x), **_U)
-COS = make_elementwise("Cos", np.cos, "same", "cos({0})", d=lambda t, x, y: -(t * ops.sin(x)),
+SIN = make_elementwise("Sin", np.sin, "same", "sin", costly=True, d=lambda t, x, y: t * ops.cos(x),
                        **_U)
-TAN = make_elementwise("Tan", np.tan, "same", "tan({0})", d=lambda t, x, y: t * (1 + y * y),
+COS = make_elementwise("Cos", np.cos, "same", "cos", costly=True,
+                       d=lambda t, x, y: -(t * ops.sin(x)), **_U)
+TAN = make_elementwise("Tan", np.tan, "same", "tan", costly=True, d=lambda t, x, y: t * (1 + y * y),
                        **_U)
-ARCSIN = make_elementwise("ArcSin", np.arcsin, "same", "asin({0})",
+ARCSIN = make_elementwise("ArcSin", np.arcsin, "same", "arcsin", costly=True,
                           d=lambda t, x, y: t * ops.rsqrt(1 - x * x), **_U)
-ARCCOS = make_elementwise("ArcCos", np.arccos, "same", "acos({0})",
+ARCCOS = make_elementwise("ArcCos", np.arccos, "same", "arccos", costly=True,
                           d=lambda t, x, y: -(t * ops.rsqrt(1 - x * x)), **_U)
-ARCTAN = make_elementwise("ArcTan", np.arctan, "same", "atan({0})",
+ARCTAN = make_elementwise("ArcTan", np.arctan, "same", "arctan", costly=True,
                           d=lambda t, x, y: t / (1 + x * x), **_U)
-SINH = make_elementwise("Sinh", np.sinh, "same", "sinh({0})", d=lambda t, x, y: t * ops.cosh(x),
-                        **_U)
-COSH = make_elementwise("Cosh", np.cosh, "same", "cosh({0})", d=lambda t, x, y: t * ops.sinh(x),
-                        **_U)
-TANH = make_elementwise("Tanh", np.tanh, "same", "tanh({0})", d=lambda t, x, y: t * (1 - y * y),
-                        **_U)
-ARCSINH = make_elementwise("ArcSinh", np.arcsinh, "same", "asinh({0})",
+SINH = make_elementwise("Sinh", np.sinh, "same", "sinh", costly=True,
+                        d=lambda t, x, y: t * ops.cosh(x), **_U)
+COSH = make_elementwise("Cosh", np.cosh, "same", "cosh", costly=True,
+                        d=lambda t, x, y: t * ops.sinh(x), **_U)
+TANH = make_elementwise("Tanh", np.tanh, "same", "tanh", costly=True,
+                        d=lambda t, x, y: t * (1 - y * y), **_U)
+ARCSINH = make_elementwise("ArcSinh", np.arcsinh, "same", "arcsinh", costly=True,
                            d=lambda t, x, y: t * ops.rsqrt(x * x + 1), **_U)
-ARCCOSH = make_elementwise("ArcCosh", np.arccosh, "same", "acosh({0})",
+ARCCOSH = make_elementwise("ArcCosh", np.arccosh, "same", "arccosh", costly=True,
                            d=lambda t, x, y: t * ops.rsqrt(x * x - 1), **_U)
-ARCTANH = make_elementwise("ArcTanh", np.arctanh, "same", "atanh({0})",
+ARCTANH = make_elementwise("ArcTanh", np.arctanh, "same", "arctanh", costly=True,
                            d=lambda t, x, y: t / (1 - x * x), **_U)
-ERF = make_elementwise("Erf", _erf, "same", "erf({0})",
+ERF = make_elementwise("Erf", _erf, "same", "erf", costly=True,
                        d=lambda t, x, y: t * ((2 / _SQRT_PI) * ops.exp(-(x * x))), **_U)
-ERFINV = make_elementwise("ErfInv", _erfinv, "same", "erfinv({0})",
+ERFINV = make_elementwise("ErfInv", _erfinv, "same", "erfinv", costly=True,
                           d=lambda t, x, y: t * ((_SQRT_PI / 2) * ops.exp(y * y)), **_U)
-SIGMOID = make_elementwise("Sigmoid", in_f32(_sigmoid), "same", "sigmoid({0})",
+SIGMOID = make_elementwise("Sigmoid", in_f32(_sigmoid), "same", "sigmoid", costly=True,
                            d=lambda t, x, y: t * (y * (1 - y)), **_U)
-FLOOR = make_elementwise("Floor", np.floor, "same", "floor({0})", **_ND)
-CEIL = make_elementwise("Ceil", np.ceil, "same", "ceil({0})", **_ND)
-TRUNC = make_elementwise("Trunc", np.trunc, "same", "trunc({0})", **_ND)
-CONJUGATE = make_elementwise("Conjugate", np.conjugate, "same", "conj({0})",
+FLOOR = make_elementwise("Floor", np.floor, "same", "floor", exact=True, **_ND)
+CEIL = make_elementwise("Ceil", np.ceil, "same", "ceil", exact=True, **_ND)
+TRUNC = make_elementwise("Trunc", np.trunc, "same", "trunc", exact=True, **_ND)
+CONJUGATE = make_elementwise("Conjugate", np.conjugate, "same", "conjugate", exact=True,
                              d=lambda t, x, y: ops.conj(t), **_U)
-REAL = make_elementwise("Real", np.real, "real", "real({0})", vjp=_real_vjp,
+REAL = make_elementwise("Real", np.real, "real", "real", exact=True, vjp=_real_vjp,
                         jvp=lambda self, p, t, a: [ops.real(t[0])], **_U)
-IMAG = make_elementwise("Imag", np.imag, "real", "imag({0})", vjp=_imag_vjp,
+IMAG = make_elementwise("Imag", np.imag, "real", "imag", vjp=_imag_vjp,
                         jvp=lambda self, p, t, a: [ops.imag(t[0])], **_U)
-STOP_GRADIENT = make_elementwise("StopGradient", _view, "same", "{0}", **_ND)
-LOGICAL_NOT = make_elementwise("LogicalNot", np.logical_not, "bool", "(not {0})", **_ND)
-BITWISE_INVERT = make_elementwise("BitwiseInvert", np.invert, "same", "(~{0})", **_ND)
+STOP_GRADIENT = make_elementwise("StopGradient", _view, "same", "identity", exact=True, noop=True,
+                                 **_ND)
+LOGICAL_NOT = make_elementwise("LogicalNot", np.logical_not, "bool", "logical_not", **_ND)
+BITWISE_INVERT = make_elementwise("BitwiseInvert", np.invert, "same", "bitwise_invert", **_ND)
 
 
 # -- parameterized unary primitives -----------------------------------------------------------
@@ -341,10 +346,11 @@ class Log(Primitive):
     """Logarithm in `base` ("e", "2" or "10"), as MLX's Log(Base)."""
 
     base: str = "e"
+    costly = True
 
     @property
-    def codegen(self):
-        return {"e": "log({0})", "2": "log2({0})", "10": "log10({0})"}[self.base]
+    def kernel_op(self):
+        return {"e": "log", "2": "log2", "10": "log10"}[self.base]
 
     def __post_init__(self):
         if self.base not in _LOG_FN:
@@ -379,9 +385,7 @@ class Round(Primitive):
     decimals: int = 0
     differentiable = False  # zero derivative, as MLX
 
-    @property
-    def codegen(self):
-        return "rint({0})" if self.decimals == 0 else f"round({{0}}, {self.decimals})"
+    kernel_op = "round"  # at `decimals`
 
     def abstract_eval(self, x):
         return [(x.shape, x.dtype)]

@@ -16,14 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...np_errors import quiet
-from ...prims.core import Broadcast
 from ..base import Backend
-
-_IDENTITY = "{0}"
 
 
 def _is_identity(prim) -> bool:
-    return isinstance(prim, Broadcast) or getattr(prim, "codegen", None) == _IDENTITY
+    return prim.kernel_op in ("identity", "broadcast")
 
 
 def _ufunc_into(prim, args, out):
@@ -64,7 +61,7 @@ class _Plan:
         #  3: a row region's reduction: its argument broadcast to the full shape)
         self.steps = [(op.prim, tuple(op.args),
                        0 if _is_identity(op.prim) else 3 if ir.reduce_ndim and op.row
-                       and type(op.prim).__name__ in ("Reduce", "ArgReduce")
+                       and op.prim.reduction
                        else 1 if _native_broadcast(op.prim) else 2)
                       for op in ir.ops]
         self.row_outputs = ir.row_outputs
