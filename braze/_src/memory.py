@@ -60,6 +60,35 @@ def _physical_memory() -> int:
         return 0
 
 
+def largest_buffer() -> int:
+    """The most bytes one buffer may have: the machine's physical memory (0: unknown, no
+    limit). A larger one can never be held, and NumPy's bare MemoryError names no op."""
+    if _state.get("largest") is None:  # read once: ops check every result they allocate
+        _state["largest"] = _physical_memory()
+    return _state["largest"]
+
+
+def allocation_error(op: str, shape, dtype) -> ValueError | None:
+    """The error naming `op` for an array of `shape` and `dtype` (a braze dtype) larger than
+    `largest_buffer()`; None if it may be allocated."""
+    limit = largest_buffer()
+    n = dtype.size
+    for d in shape:
+        n *= d
+    if not limit or n <= limit:
+        return None
+    return ValueError(f"[{op}] Cannot allocate an array of shape {tuple(shape)} and dtype "
+                      f"{dtype.name}: {n} bytes is more than this machine's memory "
+                      f"({limit} bytes).")
+
+
+def check_allocation(op: str, shape, dtype) -> None:
+    """Raise `allocation_error` before allocating an array that cannot fit."""
+    err = allocation_error(op, shape, dtype)
+    if err is not None:
+        raise err
+
+
 def _check_limit(limit, op: str) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise ValueError(f"[{op}] Expected a non-negative int, got {limit!r}.")

@@ -220,6 +220,18 @@ def _donate(fn, a, ins, k) -> bool:
     return True
 
 
+def _allocation_error(a):
+    """A node ran out of memory: if an output of it can never fit, the error that names its
+    op (an elementwise primitive's public name), shape and bytes (NumPy's MemoryError names
+    neither the op nor the shape)."""
+    op = getattr(a._prim, "kernel_op", None) or a._prim.name
+    for s in a._siblings or (a,):
+        err = memory.allocation_error(op, s._shape, s._dtype)
+        if err is not None:
+            return err
+    return None
+
+
 def _drop_inputs(a):
     for x in a._inputs:
         x._nc -= 1
@@ -278,6 +290,11 @@ def eval_arrays(arrays) -> None:
             a._prim = None
             a._inputs = ()
             out = x = None  # no lingering references: donation counts them (`_donate`)
+    except MemoryError:
+        err = _allocation_error(a)
+        if err is None:
+            raise
+        raise err from None
     finally:
         if pool:
             pool["set"](prev)

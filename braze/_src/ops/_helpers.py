@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..array import TraceState, array
+from ..memory import check_allocation
 from ..prims.base import bind, broadcast_shapes
 from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
@@ -169,6 +170,7 @@ def binary_operands(a, b, op: str):
     a, b = astype(a, dt), astype(b, dt)
     if a._shape != b._shape:
         shape = broadcast_shapes(a._shape, b._shape, op=op)
+        check_allocation(op, shape, dt)  # the result of a broadcast may dwarf its operands
         a, b = broadcast_to_shape(a, shape), broadcast_to_shape(b, shape)
     return a, b
 
@@ -217,6 +219,14 @@ def check_shape(shape, op: str) -> tuple:
     if any(s < 0 for s in shape):
         raise ValueError(f"[{op}] Negative dimensions are not allowed: {shape}.")
     return shape
+
+
+def bind_allocating(prim, inputs, op: str):
+    """bind(prim, inputs) for a primitive whose outputs own new buffers, after checking that
+    each can be allocated (a ValueError naming `op` otherwise)."""
+    for shape, dtype in prim.abstract_eval(*inputs):
+        check_allocation(op, shape, dtype)
+    return bind(prim, inputs)
 
 
 def check_dtype(dtype, op: str):

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes as D
 from ..array import array
 from ..casts import cast
+from ..memory import check_allocation
 from ..prims.base import bind
 from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
@@ -142,6 +143,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=D.float32, *, stream=None
     if num < 0:
         raise ValueError(f"[linspace] number of samples, {num}, must be non-negative.")
     dtype = D.float32 if dtype is None else D.to_dtype(dtype, "linspace")
+    check_allocation("linspace", (num,), dtype)
     return bind(Linspace(start, stop, num, bool(endpoint), dtype), ())
 
 
@@ -204,34 +206,44 @@ def blackman(M, *, stream=None) -> array:
 
 
 # -- filled arrays ----------------------------------------------------------------------------
-def full(shape, vals, dtype=None, *, stream=None) -> array:
-    """An array of `shape` filled with `vals` (a scalar or an array broadcast to `shape`)."""
-    shape = check_shape(shape, "full")
-    dtype = check_dtype(dtype, "full")
+def _full(shape, vals, dtype, op: str) -> array:
+    shape = check_shape(shape, op)
+    dtype = check_dtype(dtype, op)
     if type(vals) is array:
         v = vals if dtype is None or vals.dtype is dtype else bind(AsType(dtype), (vals,))
     else:
-        v = _constant(vals, dtype, "full")
-    if broadcast_shapes(v.shape, shape, op="full") != shape:
-        raise ValueError(f"[full] Cannot broadcast vals with shape {v.shape} to shape {shape}.")
+        v = _constant(vals, dtype, op)
+    if broadcast_shapes(v.shape, shape, op=op) != shape:
+        raise ValueError(f"[{op}] Cannot broadcast vals with shape {v.shape} to shape {shape}.")
+    check_allocation(op, shape, v.dtype)  # evaluated, the dense broadcast owns a buffer
     return bind(Broadcast(shape, dense=True), (v,))
+
+
+def full(shape, vals, dtype=None, *, stream=None) -> array:
+    """An array of `shape` filled with `vals` (a scalar or an array broadcast to `shape`)."""
+    return _full(shape, vals, dtype, "full")
 
 
 def zeros(shape, dtype=D.float32, *, stream=None) -> array:
     """An array of `shape` filled with zeros (float32 by default)."""
-    return full(shape, 0, D.float32 if dtype is None else dtype)
+    return _full(shape, 0, D.float32 if dtype is None else dtype, "zeros")
 
 
 def ones(shape, dtype=D.float32, *, stream=None) -> array:
     """An array of `shape` filled with ones (float32 by default)."""
-    return full(shape, 1, D.float32 if dtype is None else dtype)
+    return _full(shape, 1, D.float32 if dtype is None else dtype, "ones")
+
+
+def empty(shape, dtype=D.float32, *, stream=None) -> array:
+    """An array of `shape` (float32 by default); braze fills it with zeros, as MLX does."""
+    return _full(shape, 0, D.float32 if dtype is None else dtype, "empty")
 
 
 def _full_like(a, vals, dtype, op: str) -> array:
     a = _as_input_array(a, op)
     if not CompileTraces.dynamic:
-        return full(a.shape, vals, a.dtype if dtype is None else dtype)
-    dtype = a.dtype if dtype is None else check_dtype(dtype, "full")
+        return _full(a.shape, vals, a.dtype if dtype is None else dtype, op)
+    dtype = a.dtype if dtype is None else check_dtype(dtype, op)
     # shapeless compile trace: broadcast against `a` itself (through stop_gradient) so the
     # shape follows a's at replay, as MLX's full_like does through broadcast_arrays
     if type(vals) is array:
@@ -241,6 +253,7 @@ def _full_like(a, vals, dtype, op: str) -> array:
     if broadcast_shapes(v.shape, a.shape, op=op) != a.shape:
         raise ValueError(f"[{op}] Cannot broadcast vals with shape {v.shape} to shape "
                          f"{a.shape}.")
+    check_allocation(op, a.shape, dtype)
     return bind(DynamicBroadcast(a.shape), (v, bind(STOP_GRADIENT, (a,))))
 
 
@@ -257,8 +270,8 @@ def ones_like(a, dtype=None, *, stream=None) -> array:
     return _full_like(a, 1, dtype, "ones_like")
 
 
-empty = zeros
-empty_like = zeros_like
+def empty_like(a, dtype=None, *, stream=None) -> array:
+    return _full_like(a, 0, dtype, "empty_like")
 
 
 # -- matrices ---------------------------------------------------------------------------------
@@ -275,6 +288,7 @@ def eye(n, m=None, k=0, dtype=D.float32, *, stream=None) -> array:
     """An n x m matrix with ones on the k-th diagonal."""
     n, m, k = _n_m_k(n, m, k, "eye")
     dtype = D.float32 if dtype is None else D.to_dtype(dtype, "eye")
+    check_allocation("eye", (n, m), dtype)
     return bind(Eye(n, m, k, dtype), ())
 
 
@@ -282,6 +296,7 @@ def identity(n, dtype=D.float32, *, stream=None) -> array:
     """The n x n identity matrix."""
     n, _, _ = _n_m_k(n, None, 0, "identity")
     dtype = D.float32 if dtype is None else D.to_dtype(dtype, "identity")
+    check_allocation("identity", (n, n), dtype)
     return bind(Eye(n, n, 0, dtype), ())
 
 
@@ -289,6 +304,7 @@ def tri(n, m=None, k=0, dtype=None, *, stream=None) -> array:
     """An n x m matrix with ones at and below the k-th diagonal (float32 by default)."""
     n, m, k = _n_m_k(n, m, k, "tri")
     dtype = D.float32 if dtype is None else D.to_dtype(dtype, "tri")
+    check_allocation("tri", (n, m), dtype)
     return bind(Tri(n, m, k, dtype), ())
 
 
@@ -300,6 +316,7 @@ def _tri_select(x, k, op, upper):
         raise ValueError(f"[{op}] array must be at least 2-D, got shape {x.shape}.")
     k = _int_arg(k, "k", op)
     n, m = x.shape[-2:]
+    check_allocation(op, x.shape, x.dtype)
     zero = _constant(0, x.dtype, op)
     if upper:
         return where(bind(Tri(n, m, k - 1, D.bool_), ()), zero, x)

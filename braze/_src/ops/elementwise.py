@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..array import TraceState, array, overwrite_descriptor
+from ..memory import check_allocation
 from ..prims import binary as B
 from ..prims import unary as U
 from ..prims.base import bind
@@ -475,6 +476,7 @@ def where(condition, x, y, /, *, stream=None):
     shape = x._shape
     if c._shape != shape:
         shape = broadcast_shapes(c._shape, shape, op="where")
+        check_allocation("where", shape, x._dtype)
         c, x, y = (broadcast_to_shape(c, shape), broadcast_to_shape(x, shape),
                    broadcast_to_shape(y, shape))
     return bind(B.SELECT, (c, x, y))

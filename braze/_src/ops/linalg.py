@@ -23,6 +23,7 @@ from ._helpers import (
     as_array,
     astype,
     attach_methods,
+    bind_allocating,
     broadcast_shapes,
     broadcast_to_shape,
     check_dims,
@@ -98,7 +99,7 @@ def matmul(a, b, *, stream=None) -> array:
     _check_inexact([a.dtype, b.dtype], dt, "matmul")
     a, b = astype(a, dt), astype(b, dt)
     a2, b2, squeeze = _matmul_operands(a, b, "matmul")
-    return _squeeze(bind(Matmul(), (a2, b2)), squeeze)
+    return _squeeze(bind_allocating(Matmul(), (a2, b2), "matmul"), squeeze)
 
 
 def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
@@ -126,7 +127,8 @@ def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
     # to the trace-time shape, which MLX bakes too
     c2 = c if c.shape == final else broadcast_to_shape(c, final)
     c2 = bind(ExpandDims(squeeze), (c2,)) if squeeze else c2
-    return _squeeze(bind(AddMM(float(alpha), float(beta)), (c2, a2, b2)), squeeze)
+    mm = AddMM(float(alpha), float(beta))
+    return _squeeze(bind_allocating(mm, (c2, a2, b2), "addmm"), squeeze)
 
 
 # -- block_masked_mm / segmented_mm -----------------------------------------------------------
@@ -309,7 +311,7 @@ def einsum(subscripts, *operands, stream=None) -> array:
     ins, out, sizes = _einsum_plan(subscripts, [a.shape for a in arrs])
     arrs, _ = _common_dtype(arrs, "einsum")
     arrs = [broadcast_to_shape(a, tuple(sizes[c] for c in sub)) for a, sub in zip(arrs, ins)]
-    return bind(Einsum(",".join(ins) + "->" + out), tuple(arrs))
+    return bind_allocating(Einsum(",".join(ins) + "->" + out), tuple(arrs), "einsum")
 
 
 # -- einsum_path: MLX's greedy contraction order (NumPy's and opt_einsum's "greedy") ------------
@@ -456,7 +458,8 @@ def tensordot(a, b, axes=2, *, stream=None) -> array:
     out = [c for i, c in enumerate(la) if i not in ax_a] + \
         [c for j, c in enumerate(lb) if j not in ax_b]
     (a, b), _ = _common_dtype([a, b], "tensordot")
-    return bind(Einsum("".join(la) + "," + "".join(lb) + "->" + "".join(out)), (a, b))
+    spec = "".join(la) + "," + "".join(lb) + "->" + "".join(out)
+    return bind_allocating(Einsum(spec), (a, b), "tensordot")
 
 
 def inner(a, b, *, stream=None) -> array:
@@ -465,7 +468,7 @@ def inner(a, b, *, stream=None) -> array:
     if a.ndim == 0 or b.ndim == 0:
         sa, sb = _LETTERS[:a.ndim], _LETTERS[a.ndim:a.ndim + b.ndim]
         (a, b), _ = _common_dtype([a, b], "inner")
-        return bind(Einsum(f"{sa},{sb}->{sa}{sb}"), (a, b))
+        return bind_allocating(Einsum(f"{sa},{sb}->{sa}{sb}"), (a, b), "inner")
     if a.shape[-1] != b.shape[-1]:
         raise ValueError(f"[inner] a and b must have the same last dimension, got shapes "
                          f"{a.shape} and {b.shape}.")
@@ -477,7 +480,7 @@ def outer(a, b, *, stream=None) -> array:
     a, b = _arr(a, "outer"), _arr(b, "outer")
     (a, b), _ = _common_dtype([a, b], "outer")
     a, b = _reshape(a, (a.size,)), _reshape(b, (b.size,))
-    return bind(Einsum("i,j->ij"), (a, b))
+    return bind_allocating(Einsum("i,j->ij"), (a, b), "outer")
 
 
 def kron(a, b, *, stream=None) -> array:
@@ -492,7 +495,8 @@ def kron(a, b, *, stream=None) -> array:
     a = _reshape(a, (1,) * (n - a.ndim) + a.shape)
     b = _reshape(b, (1,) * (n - b.ndim) + b.shape)
     la, lb = _LETTERS[:n], _LETTERS[n:2 * n]
-    prod = bind(Einsum(f"{la},{lb}->" + "".join(x + y for x, y in zip(la, lb))), (a, b))
+    spec = f"{la},{lb}->" + "".join(x + y for x, y in zip(la, lb))
+    prod = bind_allocating(Einsum(spec), (a, b), "kron")
     return _reshape(prod, check_dims(tuple(x * y for x, y in zip(a.shape, b.shape)), "kron"))
 
 

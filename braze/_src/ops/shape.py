@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..array import LIST_STACK, array
+from ..memory import check_allocation
 from ..prims.base import bind
 from ..prims.core import Broadcast
 from ..prims.shape import (
@@ -325,7 +326,8 @@ def _concat(arrays, axis, op):
                              f"{shapes}, and the concatenation axis is {axis}.")
     if len(arrays) == 1:
         return arrays[0]
-    check_dims((builtins.sum(a._shape[ax] for a in arrays),), op)
+    n = check_dims((builtins.sum(a._shape[ax] for a in arrays),), op)[0]
+    check_allocation(op, s0[:ax] + (n,) + s0[ax + 1:], arrays[0]._dtype)
     return bind(Concatenate(ax), tuple(arrays))
 
 
@@ -355,6 +357,7 @@ def stack(arrays, axis=0, *, stream=None):
     parts = [bind(ExpandDims((ax,)), (a,)) for a in arrays]
     if len(parts) == 1:
         return parts[0]
+    check_allocation("stack", s0[:ax] + (len(parts),) + s0[ax:], arrays[0]._dtype)
     return bind(Concatenate(ax), tuple(parts))
 
 
@@ -417,8 +420,10 @@ def tile(a, reps, /, *, stream=None):
         exp.extend((1, s))
         bshape.extend((r, s))
     x = reshape(x, tuple(exp))
+    out = check_dims(tuple(r * s for r, s in zip(reps, shape)), "tile")
+    check_allocation("tile", out, a._dtype)  # the reshape of the broadcast copies
     x = _broadcast_to(x, tuple(bshape), "tile")
-    return reshape(x, check_dims(tuple(r * s for r, s in zip(reps, shape)), "tile"))
+    return reshape(x, out)
 
 
 def repeat(array, repeats, axis=None, *, stream=None):  # noqa: A002  (MLX's parameter name)
@@ -438,6 +443,7 @@ def repeat(array, repeats, axis=None, *, stream=None):  # noqa: A002  (MLX's par
         return a
     s = a._shape
     check_dims((s[ax] * repeats,), "repeat")
+    check_allocation("repeat", s[:ax] + (s[ax] * repeats,) + s[ax + 1:], a._dtype)
     x = bind(ExpandDims((ax + 1,)), (a,))
     x = _broadcast_to(x, s[:ax + 1] + (repeats,) + s[ax + 1:], "repeat")
     return reshape(x, s[:ax] + (s[ax] * repeats,) + s[ax + 1:])
@@ -674,7 +680,8 @@ def pad(a, pad_width, mode="constant", constant_values=0, *, stream=None):
                          f"'reflect' or 'symmetric'.")
     if all(lo == 0 and hi == 0 for lo, hi in widths):
         return a
-    check_dims(tuple(n + lo + hi for n, (lo, hi) in zip(a._shape, widths)), "pad")
+    shape = check_dims(tuple(n + lo + hi for n, (lo, hi) in zip(a._shape, widths)), "pad")
+    check_allocation("pad", shape, a._dtype)
     if mode == "constant":
         v = _arr(constant_values, "pad")
         if isinstance(constant_values, float) and a._dtype is D.float64:
