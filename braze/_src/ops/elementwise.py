@@ -234,13 +234,19 @@ def imag(a, /, *, stream=None):
     return _full(a._shape, 0, a._dtype)
 
 
-def conj(a, /, *, stream=None):
-    """The complex conjugate (real inputs are returned as they are)."""
-    a = _arr(a, "conj")
+def _conj(a, op):
+    a = _arr(a, op)
     return bind(U.CONJUGATE if a._dtype.kind == "c" else _COPY, (a,))
 
 
-conjugate = _named(lambda a, /, *, stream=None: conj(a), "conjugate", conj.__doc__)
+def conj(a, /, *, stream=None):
+    """The complex conjugate (real inputs are returned as they are)."""
+    return _conj(a, "conj")
+
+
+def conjugate(a, /, *, stream=None):
+    """The complex conjugate (real inputs are returned as they are)."""
+    return _conj(a, "conjugate")
 
 
 def astype(a, dtype, /, *, stream=None):
@@ -488,9 +494,9 @@ def clip(a, /, a_min, a_max, *, stream=None):
         raise ValueError("[clip] At most one of a_min and a_max may be None.")
     a = _arr(a, "clip")
     if a_min is not None:
-        a = maximum(a, a_min)
+        a = bind(B.MAXIMUM, binary_operands(a, a_min, "clip"))
     if a_max is not None:
-        a = minimum(a, a_max)
+        a = bind(B.MINIMUM, binary_operands(a, a_max, "clip"))
     return a
 
 
@@ -504,8 +510,12 @@ def _tol(v, name, op):
 def isclose(a, b, /, rtol=1e-05, atol=1e-08, *, equal_nan=False, stream=None):
     """Element-wise |a - b| <= atol + rtol * |b|; equal infinities are close, NaNs only with
     `equal_nan`."""
-    rtol, atol = _tol(rtol, "rtol", "isclose"), _tol(atol, "atol", "isclose")
-    a, b = binary_operands(a, b, "isclose")
+    return _isclose(a, b, rtol, atol, equal_nan, "isclose")
+
+
+def _isclose(a, b, rtol, atol, equal_nan, op):
+    rtol, atol = _tol(rtol, "rtol", op), _tol(atol, "atol", op)
+    a, b = binary_operands(a, b, op)
     # As MLX: the tolerances are float32 arrays, so the comparison runs in at least float32.
     rhs = add(array(atol, _f32), multiply(array(rtol, _f32), abs(b)))
     out = less_equal(abs(subtract(a, b)), rhs)
@@ -527,7 +537,7 @@ def _all(x):
 
 def allclose(a, b, /, rtol=1e-05, atol=1e-08, *, equal_nan=False, stream=None):
     """True (a scalar bool array) if every element of a and b is close (see isclose)."""
-    return _all(isclose(a, b, rtol, atol, equal_nan=equal_nan))
+    return _all(_isclose(a, b, rtol, atol, equal_nan, "allclose"))
 
 
 def array_equal(a, b, equal_nan=False, stream=None):
@@ -541,11 +551,18 @@ def array_equal(a, b, equal_nan=False, stream=None):
     return _all(bind(prim, (a, b)))
 
 
-# -- MLX aliases ------------------------------------------------------------------------------
-acos, asin, atan = arccos, arcsin, arctan
-acosh, asinh, atanh = arccosh, arcsinh, arctanh
-atan2, pow = arctan2, power
-bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+# -- MLX aliases: built again under their own names, which their errors then name -------------
+acos = _math(U.ARCCOS, "acos", arccos.__doc__)
+asin = _math(U.ARCSIN, "asin", arcsin.__doc__)
+atan = _math(U.ARCTAN, "atan", arctan.__doc__)
+acosh = _math(U.ARCCOSH, "acosh", arccosh.__doc__)
+asinh = _math(U.ARCSINH, "asinh", arcsinh.__doc__)
+atanh = _math(U.ARCTANH, "atanh", arctanh.__doc__)
+atan2 = _binary_float(B.ARCTAN2, "atan2", arctan2.__doc__, complex_ok=False)
+pow = _binary(B.POWER, "pow", power.__doc__)  # noqa: A001  (MLX's name)
+bitwise_left_shift = _bitwise(B.LEFT_SHIFT, "bitwise_left_shift", left_shift.__doc__, shift=True)
+bitwise_right_shift = _bitwise(B.RIGHT_SHIFT, "bitwise_right_shift", right_shift.__doc__,
+                               shift=True)
 
 
 # -- array operators and methods ----------------------------------------------------------------

@@ -94,12 +94,16 @@ def _squeeze(x, axes):
 
 def matmul(a, b, *, stream=None) -> array:
     """Matrix product with NumPy semantics for 1-D operands and broadcast batch axes."""
-    a, b = _arr(a, "matmul"), _arr(b, "matmul")
+    return _matmul(a, b, "matmul")
+
+
+def _matmul(a, b, op: str) -> array:
+    a, b = _arr(a, op), _arr(b, op)
     dt = D.promote(a.dtype, b.dtype)
-    _check_inexact([a.dtype, b.dtype], dt, "matmul")
+    _check_inexact([a.dtype, b.dtype], dt, op)
     a, b = astype(a, dt), astype(b, dt)
-    a2, b2, squeeze = _matmul_operands(a, b, "matmul")
-    return _squeeze(bind_allocating(Matmul(), (a2, b2), "matmul"), squeeze)
+    a2, b2, squeeze = _matmul_operands(a, b, op)
+    return _squeeze(bind_allocating(Matmul(), (a2, b2), op), squeeze)
 
 
 def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
@@ -160,7 +164,7 @@ def block_masked_mm(a, b, /, block_size=64, mask_out=None, mask_lhs=None, mask_r
     op = "block_masked_mm"
     a, b = _arr(a, op), _arr(b, op)
     if mask_out is None and mask_lhs is None and mask_rhs is None:
-        return matmul(a, b)
+        return _matmul(a, b, op)
     if isinstance(block_size, bool) or block_size not in (32, 64):
         raise ValueError(f"[{op}] Only block_sizes 32, 64 are supported. Got block size "
                          f"{block_size}.")

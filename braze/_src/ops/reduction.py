@@ -350,7 +350,8 @@ def logcumsumexp(a, /, axis=None, *, reverse=False, inclusive=True, stream=None)
 
 def minmax(a, /, axis=None, keepdims=False, *, stream=None):
     """(min, max) over `axis`."""
-    return min(a, axis, keepdims), max(a, axis, keepdims)
+    return (_reduce(a, axis, keepdims, "min", "minmax"),
+            _reduce(a, axis, keepdims, "max", "minmax"))
 
 
 cumulative_sum, cumulative_prod = cumsum, cumprod  # the Array API names MLX also has

@@ -575,20 +575,24 @@ def _diag_length(n, m, k):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1, stream=None):
-    a = _arr(a, "diagonal")
+    return _diagonal(a, offset, axis1, axis2, "diagonal")
+
+
+def _diagonal(a, offset, axis1, axis2, op):
+    a = _arr(a, op)
     if a.ndim < 2:
-        raise ValueError(f"[diagonal] Array must have at least two dimensions, but got "
+        raise ValueError(f"[{op}] Array must have at least two dimensions, but got "
                          f"{a.ndim} dimensions.")
     if not _is_int(offset):
-        raise TypeError(f"[diagonal] Expected an int offset, got {offset!r}.")
+        raise TypeError(f"[{op}] Expected an int offset, got {offset!r}.")
     offset = int(offset)
-    i = normalize_axis(axis1, a.ndim, "diagonal")
-    j = normalize_axis(axis2, a.ndim, "diagonal")
+    i = normalize_axis(axis1, a.ndim, op)
+    j = normalize_axis(axis2, a.ndim, op)
     if i == j:
-        raise ValueError(f"[diagonal] axis1 and axis2 cannot be the same axis, got "
+        raise ValueError(f"[{op}] axis1 and axis2 cannot be the same axis, got "
                          f"{axis1} and {axis2}.")
     perm = tuple(d for d in range(a.ndim) if d not in (i, j)) + (i, j)
-    x = _transpose(a, perm, "diagonal")
+    x = _transpose(a, perm, op)
     n, m = x._shape[-2], x._shape[-1]
     L = _diag_length(n, m, offset)
     r0, c0 = (0, builtins.min(offset, m)) if offset >= 0 else (builtins.min(-offset, n), 0)
@@ -628,7 +632,7 @@ def _zero(dt):
 
 def trace(a, /, offset=0, axis1=0, axis2=1, dtype=None, *, stream=None):
     from .reduction import sum as _sum
-    d = diagonal(a, offset, axis1, axis2)
+    d = _diagonal(a, offset, axis1, axis2, "trace")
     dt = None if dtype is None else D.to_dtype(dtype, "trace")
     out = _sum(d, axis=-1)
     if dt is not None:
