@@ -13,7 +13,7 @@ import numbers
 from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind
-from ..prims.conv import Convolution
+from ..prims.conv import Convolution, crop_negative_padding
 from ._helpers import as_array, astype
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
@@ -56,25 +56,13 @@ def _operands(input, weight, op):
 
 def _conv(x, w, stride, lo, hi, kdil, idil, groups, flip, op):
     """Bind the primitive, cropping the input for negative padding first."""
-    nd = x.ndim - 2
-    lo, hi = list(lo), list(hi)
-    if any(a < 0 for a in lo + hi):
-        idx = [slice(None)]
-        for i in range(nd):
-            L, d = x.shape[1 + i], idil[i]
-            ld = (L - 1) * d + 1 if L > 0 else 0
-            c_lo, c_hi = max(-lo[i], 0), max(-hi[i], 0)
-            first = -(-c_lo // d)
-            last = (ld - c_hi - 1) // d
-            if ld - c_lo - c_hi <= 0 or last < first:
-                raise ValueError(f"[{op}] Negative padding {lo[i]}/{hi[i]} crops away the whole "
-                                 f"spatial dimension {i} of the input with shape {x.shape}.")
-            if lo[i] < 0:
-                lo[i] = first * d - c_lo
-            if hi[i] < 0:
-                hi[i] = (ld - c_hi - 1) - last * d
-            idx.append(slice(first, last + 1))
-        x = x[tuple(idx) + (slice(None),)]
+    if any(a < 0 for a in tuple(lo) + tuple(hi)):
+        crop = crop_negative_padding(x.shape, lo, hi, idil)
+        if crop is None:
+            raise ValueError(f"[{op}] Negative padding {tuple(lo)}/{tuple(hi)} crops away a "
+                             f"whole spatial dimension of the input with shape {x.shape}.")
+        idx, lo, hi = crop
+        x = x[idx]
     prim = Convolution(tuple(stride), tuple(lo), tuple(hi), tuple(kdil), tuple(idil),
                        int(groups), bool(flip))
     prim.abstract_eval(x, w)  # validate (errors name the primitive's op as "conv")
