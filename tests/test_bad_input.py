@@ -140,3 +140,76 @@ def test_inputs_are_not_modified_by_failed_ops():
     with pytest.raises(ValueError):
         mx.reshape(a, (4, 2))
     np.testing.assert_array_equal(np.asarray(a), x)
+
+
+# -- issue 16, fault 6 ------------------------------------------------------------------------
+@pytest.mark.parametrize("call", [lambda x: mx.astype(x, None), lambda x: x.astype(None)])
+def test_astype_none_is_a_type_error(call):
+    with pytest.raises(TypeError, match=r"^\[astype\].*None"):  # MLX: a TypeError too
+        call(mx.ones((2,)))
+
+
+@pytest.mark.parametrize("axes", [(0, 0), [0, 0], (0, [0])])
+def test_tensordot_axes_pair_of_ints_is_a_type_error(axes):
+    x = mx.ones((2, 3))
+    with pytest.raises(TypeError, match=r"^\[tensordot\] axes"):  # MLX: a TypeError too
+        mx.tensordot(x, x, axes=axes)
+    assert mx.tensordot(x, x, axes=([0], [0])).shape == (3, 3)  # sequences stay accepted
+
+
+_EMPTY_ROWS = pytest.mark.xfail(
+    strict=True, reason="compile/fuse_rows.expand_composites expands a Softmax over empty "
+    "trailing axes into a max reduction, which raises; the fix skips the expansion when "
+    "0 in x._shape (issue 16, fault 6)")
+
+
+@pytest.mark.parametrize("shape,axis", [pytest.param((0,), -1, marks=_EMPTY_ROWS),
+                                        pytest.param((2, 0), -1, marks=_EMPTY_ROWS),
+                                        ((0, 3), 0)])
+def test_compiled_softmax_of_empty_array_is_empty(shape, axis):
+    x = mx.zeros(shape)
+    f = mx.compile(lambda x: mx.softmax(x, axis=axis))
+    assert f(x).shape == mx.softmax(x, axis=axis).shape == shape
+    mx.eval(f(x))
+
+
+@pytest.mark.parametrize("data", [b"not a zip archive at all", b"", b"PK\x03\x04" + bytes(20)])
+def test_corrupt_npz_is_not_a_valid_npz(tmp_path, data):
+    path = tmp_path / "broken.npz"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=r"^\[load\] .*broken\.npz.* not a valid \.npz") as e:
+        mx.load(str(path))
+    assert "pickle" not in str(e.value)
+    with open(path, "rb") as f, pytest.raises(ValueError, match=r"not a valid \.npz"):
+        mx.load(f, format="npz")
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_npz_with_damaged_entry_is_not_a_valid_npz(tmp_path, compressed):
+    path = tmp_path / "damaged.npz"
+    (np.savez_compressed if compressed else np.savez)(path, a=np.arange(1000))
+    data = bytearray(path.read_bytes())
+    data[100:110] = b"\xff" * 10  # inside the entry's data
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"^\[load\] .*damaged\.npz.* not a valid \.npz"):
+        mx.load(str(path))
+
+
+def test_npy_content_under_npz_name_is_not_a_valid_npz(tmp_path):
+    path = tmp_path / "array.npz"
+    with open(path, "wb") as f:
+        np.save(f, np.arange(3))
+    with pytest.raises(ValueError, match=r"not a valid \.npz"):
+        mx.load(str(path))
+
+
+def test_unavailable_backend_falls_back_to_cpu_with_a_warning(monkeypatch):
+    pytest.importorskip("numba")
+    from braze._src import config
+    from braze._src.backends import base as B
+    monkeypatch.setattr(B, "_WARNED", set())
+    with config.override(backend="cuda"), pytest.warns(
+            RuntimeWarning, match=r"^\[backend\] Backend 'cuda' is not available; using 'cpu'"):
+        assert B.get().name == "cpu"
+        f = mx.compile(lambda x: x * 2 + 1)
+        assert f(mx.ones((3,))).tolist() == [3.0, 3.0, 3.0]

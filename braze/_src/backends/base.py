@@ -132,22 +132,29 @@ def _build(name: str):
     return inst
 
 
+def _fallback_cpu():
+    try:
+        return _build("cpu")
+    except ImportError:  # no Numba here: the caller falls back to the reference
+        return None
+
+
 def get(name: str | None = None) -> Backend:
     """The backend called `name` (default: the `BRAZE_BACKEND` knob). A backend that is not
-    built or not available here falls back to `numpy`, with a warning once (the default
-    `cpu` falls back silently while it is not registered)."""
+    built or not available here falls back to `cpu` (native kernels), or to the `numpy`
+    reference where `cpu` is unavailable too, with a warning once."""
     if name is None:
         from .. import config
         name = config.get().backend
     inst = _build(name)
     if inst is not None:
         return inst
-    if name != "cpu" or name in _FACTORIES:
-        if name not in _WARNED:
-            _WARNED.add(name)
-            warnings.warn(f"[backend] Backend {name!r} is not available; using 'numpy'.",
-                          RuntimeWarning, stacklevel=2)
-    inst = _build("numpy")
+    inst = _fallback_cpu() if name != "cpu" else None
+    inst = inst or _build("numpy")
     if inst is None:  # pragma: no cover - numpy is always registered
         raise RuntimeError("[backend] The numpy reference backend is not registered.")
+    if name not in _WARNED:
+        _WARNED.add(name)
+        warnings.warn(f"[backend] Backend {name!r} is not available; using {inst.name!r}.",
+                      RuntimeWarning, stacklevel=2)
     return inst

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -40,17 +41,32 @@ def savez_compressed(file, *args, **kwargs) -> None:
     _write_npz(file, _named(args, kwargs, "savez_compressed"), True)
 
 
+def _is_zip(source) -> bool:
+    """Whether `source` (a path or an open binary file, left where it was) is a zip archive."""
+    if not is_reader(source):
+        return zipfile.is_zipfile(source)
+    pos = source.tell()
+    try:
+        return zipfile.is_zipfile(source)
+    finally:
+        source.seek(pos)
+
+
 def load_npz(file) -> dict:
     out = {}
     source = file if is_reader(file) else path_of(file, "load")
+    what = "The input" if is_reader(file) else repr(source)
+    # np.load reads anything that is not a zip archive as a .npy file or as a pickle, whose
+    # errors (allow_pickle) would be about a format the user never asked for
+    if not _is_zip(source):
+        raise ValueError(f"[load] {what} is not a valid .npz file (not a zip archive).")
     try:
-        z = np.load(source, allow_pickle=False)
-    except (ValueError, zipfile.BadZipFile) as e:
-        raise ValueError(f"[load] Invalid .npz file ({e}).") from None
-    with z:
-        for name in z.files:
-            x = z[name]
-            if x.dtype == np.dtype("V2"):
-                x = x.view(BF16)
-            out[name] = from_numpy(x)
+        with np.load(source, allow_pickle=False) as z:
+            for name in z.files:
+                x = z[name]
+                if x.dtype == np.dtype("V2"):
+                    x = x.view(BF16)
+                out[name] = from_numpy(x)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        raise ValueError(f"[load] {what} is not a valid .npz file ({e}).") from None
     return out

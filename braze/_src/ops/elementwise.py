@@ -251,6 +251,8 @@ def conjugate(a, /, *, stream=None):
 
 def astype(a, dtype, /, *, stream=None):
     """Cast to `dtype` (C semantics: float -> int truncates toward zero)."""
+    if dtype is None:  # NumPy reads None as float64; MLX refuses it
+        raise TypeError("[astype] Expected a dtype, got None.")
     dt = D.to_dtype(dtype, "astype")
     a = _arr(a, "astype")
     return bind(_COPY, (a,)) if a._dtype is dt else _astype(a, dt)

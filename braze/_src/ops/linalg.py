@@ -411,12 +411,12 @@ def einsum_path(subscripts, *operands):
 
 # -- einsum-based products --------------------------------------------------------------------
 def _axes_list(ax, ndim, which, op):
-    if isinstance(ax, (int, np.integer)) and not isinstance(ax, bool):
-        ax = [ax]
+    # a pair of ints is refused, as MLX's binding does: (0, 0) reads like axes=0 or like
+    # ([0], [0]), and MLX takes neither
     if not isinstance(ax, (list, tuple)) or not all(
             isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in ax):
-        raise TypeError(f"[{op}] Expected ints or a sequence of ints for the axes of {which}, "
-                        f"got {ax!r}.")
+        raise TypeError(f"[{op}] axes must be an int or a pair of sequences of ints; the axes "
+                        f"of {which} are {ax!r}.")
     out = []
     for v in ax:
         if not -ndim <= v < ndim:
