@@ -8,6 +8,7 @@ shape in turn, so load that drifts during the run touches all of them alike.
 
     python benchmarks/conv_bench.py                               # this checkout and MLX
     python benchmarks/conv_bench.py --old /tmp/conv_old           # also an older checkout
+    python benchmarks/conv_bench.py --new /tmp/conv_new --old /tmp/conv_old   # two snapshots
     python benchmarks/conv_bench.py --only resnet3x3,conv1d --repeat 5 --json out.jsonl
 """
 from __future__ import annotations
@@ -109,6 +110,8 @@ def _table(results, names):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--old", help="path of an older braze checkout to time beside this one")
+    p.add_argument("--new", help="path of the braze checkout timed as 'braze' (default: the "
+                   "one holding this script)")
     p.add_argument("--only", default=",".join(SHAPES), help="comma list of shapes")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", help="append one record per library and shape to this file")
@@ -118,7 +121,7 @@ def main():
     names = a.only.split(",")
     if a.worker:
         return worker(a.worker, names, a.repeat)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = a.new or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     runs = [("braze", "braze", here)] + ([("old", "braze", a.old)] if a.old else [])
     runs += [] if a.no_mlx else [("mlx", "mlx", None)]
     results = {label: {} for label, _, _ in runs}
