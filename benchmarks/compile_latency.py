@@ -191,7 +191,8 @@ def _row(rec, build):
 
 def header(build):
     short = {"merge_scalar_constants": "consts", "remove_noops": "noops",
-             "square_powers": "square", "decompose": "decomp"}
+             "square_powers": "square", "decompose": "decomp", "online_softmax": "online",
+             "chan_variance": "chan"}
     cols = [f"{'workload':<11}", f"{'size':>5}", f"{'ops':>6}", f"{'kern':>5}",
             f"{'trace':>7}"]
     cols += [f"{short.get(p, p)[:7]:>7}" for p in PASS_NAMES]

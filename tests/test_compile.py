@@ -396,7 +396,7 @@ def test_dce():
 def test_passes_are_one_list_of_named_tape_functions():
     assert [p.name for p in pipeline.PASSES] == [
         "merge_scalar_constants", "remove_noops", "square_powers", "cse", "dce", "decompose",
-        "fuse_rows", "fuse"]
+        "fuse_rows", "online_softmax", "chan_variance", "fuse"]
     t = _tape_of(lambda x: x + 1, mx.array(1.0))
     for p in pipeline.PASSES:
         t = p.run(t)

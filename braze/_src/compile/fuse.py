@@ -28,7 +28,7 @@ from __future__ import annotations
 from ..array import array
 from .compiled import Compiled
 from .kernel_ir import IRInput, IROp, KernelIR
-from .tape import Tape
+from .tape import Tape, consumers, replace_input
 
 MAX_DEPTH = 11
 MAX_ARRAYS = 24
@@ -43,17 +43,6 @@ def _is_broadcast(a) -> bool:
     return a._prim.kernel_op == "broadcast"  # DynamicBroadcast (shapeless traces) included
 
 
-def _set_input(node, slot, new):
-    """node._inputs[slot] = new, keeping the consumer counts `_nc` right."""
-    ins = node._inputs
-    old = ins[slot]
-    if old is new:
-        return
-    node._inputs = ins[:slot] + (new,) + ins[slot + 1:]
-    old._nc -= 1
-    new._nc += 1
-
-
 class _Uses:
     """The consumers of every array, kept up to date while regions are replaced.
 
@@ -66,10 +55,8 @@ class _Uses:
     """
 
     def __init__(self, nodes):
-        self.of = {}
-        for a in nodes:
-            for slot, x in enumerate(a._inputs):
-                self.of.setdefault(id(x), {})[(id(a), slot)] = (a, slot)
+        self.of = {x: {(id(a), slot): (a, slot) for a, slot in uses}
+                   for x, uses in consumers(nodes).items()}
         self.inner = {}
 
     def join(self, a):
@@ -180,7 +167,7 @@ def _split(a, uses, keep):
     mine = uses.inner.pop(id(a), {})
     of = uses.of[id(a)]
     for key, (p, slot) in mine.items():
-        _set_input(p, slot, b)
+        replace_input(p, slot, b)
         del of[key]
     uses.of[id(b)] = dict(mine)
     uses.inner[id(b)] = mine
@@ -244,7 +231,7 @@ def _merge_one(dst, src, uses):
     if src_uses is None:
         return
     for p, slot in src_uses.values():
-        _set_input(p, slot, dst)
+        replace_input(p, slot, dst)
         uses.add(dst, p, slot)
 
 

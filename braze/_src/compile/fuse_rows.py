@@ -36,8 +36,8 @@ from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
 from ..prims.reduce import ArgReduce, LogSumExp, Reduce, Softmax
 from ..prims.unary import ABS, EXP, Log
-from .fuse import _make_ir, _set_input, compiled_nodes, is_fusable
-from .tape import Tape
+from .fuse import _make_ir, compiled_nodes, is_fusable
+from .tape import Tape, consumers, replace_input, set_inputs, toposort
 
 #: inputs + outputs of one row kernel, and its ops
 MAX_ARRAYS = 48
@@ -158,7 +158,8 @@ def _expand_logsumexp(a, made):
 
 def expand_composites(tape: Tape) -> Tape:
     """Softmax / LogSumExp over trailing axes become their primitives (the node object stays,
-    with the last primitive of the expansion, so its consumers need no rewiring)."""
+    with the last primitive of the expansion, so its consumers need no rewiring). Empty arrays
+    keep the composite: its max over no elements is not an error, a Reduce's is."""
     nodes = []
     changed = False
     for a in tape.nodes:
@@ -167,7 +168,7 @@ def expand_composites(tape: Tape) -> Tape:
         if (type(prim) not in (Softmax, LogSumExp) or a._siblings is not None
                 or x._dtype.kind != "f" or x._dtype.name not in
                 ("float16", "bfloat16", "float32", "float64")
-                or not _trailing(prim.axes, len(x._shape))
+                or not _trailing(prim.axes, len(x._shape)) or 0 in x._shape
                 or _row_shape(x._shape, len(prim.axes)) == x._shape):
             nodes.append(a)
             continue
@@ -180,11 +181,8 @@ def expand_composites(tape: Tape) -> Tape:
 
         fn = _expand_softmax if type(prim) is Softmax else _expand_logsumexp
         last, ins = fn(a, made)
-        for old in a._inputs:
-            old._nc -= 1
-        a._prim, a._inputs = last, tuple(ins)
-        for i in ins:
-            i._nc += 1
+        a._prim = last
+        set_inputs(a, ins)
         nodes.extend(new)
         nodes.append(a)
         changed = True
@@ -194,14 +192,8 @@ def expand_composites(tape: Tape) -> Tape:
 # -- shape-only reads -----------------------------------------------------------------------
 def _shape_slots(a):
     """The input slots of node `a` that are read for their shape only."""
-    name = type(a._prim).__name__
-    if name == "NumberOfElements":
-        return (0,)
-    if name == "DynamicBroadcast":
-        return tuple(range(1, len(a._inputs)))
-    if name in ("SumLike", "ReshapeLike"):
-        return (1,)
-    return ()
+    k = a._prim.shape_only_from
+    return () if k is None else range(k, len(a._inputs))
 
 
 def _shape_source(x):
@@ -233,18 +225,14 @@ def rewire_shape_reads(tape: Tape) -> None:
             x = a._inputs[slot]
             y = _shape_source(x)
             if y is not x:
-                _set_input(a, slot, y)
+                replace_input(a, slot, y)
 
 
 # -- grouping --------------------------------------------------------------------------------
 def _consumers(nodes):
-    cons = {}
-    for a in nodes:
-        for x in a._inputs:
-            lst = cons.setdefault(id(x), [])
-            if not lst or lst[-1] is not a:
-                lst.append(a)
-    return cons
+    """id(x) -> the nodes reading x, each once."""
+    return {x: list({id(a): a for a, _ in uses}.values())
+            for x, uses in consumers(nodes).items()}
 
 
 def _grow(seed, space, nodes, pos, cons, taken, output_ids):
@@ -454,34 +442,8 @@ def fuse_rows(tape: Tape) -> Tape:
         for slot, x in enumerate(a._inputs):
             r = replace.get(id(x))
             if r is not None:
-                _set_input(a, slot, r)
+                replace_input(a, slot, r)
     outputs = [replace.get(id(o), o) for o in tape.outputs]
-    return Tape(tape.inputs, outputs, _toposort(keep, {id(k): j for j, k in enumerate(keep)}))
-
-
-def _toposort(nodes, order):
-    """`nodes` in an order where inputs come first, as close to `order` as possible (a
-    region's outputs sit at its last member, which a consumer of an earlier member may
-    precede)."""
-    out, done = [], set()
-    for a in nodes:
-        if id(a) in done:
-            continue
-        stack = [(a, 0)]
-        while stack:
-            b, k = stack[-1]
-            ins = b._inputs
-            if k < len(ins):
-                stack[-1] = (b, k + 1)
-                x = ins[k]
-                if id(x) in order and id(x) not in done:
-                    stack.append((x, 0))
-                continue
-            stack.pop()
-            if id(b) in done:
-                continue
-            group = b._siblings if b._siblings is not None else (b,)
-            for s in group:
-                done.add(id(s))
-                out.append(s)
-    return out
+    # a region's outputs sit at its last member, which a consumer of an earlier member may
+    # precede
+    return Tape(tape.inputs, outputs, toposort(keep))

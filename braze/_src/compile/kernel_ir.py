@@ -90,12 +90,15 @@ class IROp:
     """`prim` applied to the values `args` (refs), giving one value of dtype `dtype`.
 
     In a row region (`KernelIR.reduce_ndim > 0`), `row` marks a value with one element per row
-    (a reduction's result, or elementwise ops on such values); the others are full-shape."""
+    (a reduction's result, or elementwise ops on such values); the others are full-shape.
+    `fold` marks a sum that a row algorithm may accumulate early (compile/row_algorithms.py):
+    ("online", v, max) or ("chan", v, mu), refs."""
 
     prim: object
     args: tuple
     dtype: D.Dtype
     row: bool = False
+    fold: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,8 @@ class KernelIR:
             else:
                 lines.append(f"in{i}:{inp.dtype.name}")
         for i, op in enumerate(self.ops):
-            lines.append(f"t{i}:{op.dtype.name}{'/row' if op.row else ''}="
+            fold = f"/{op.fold[0]}:{op.fold[1]},{op.fold[2]}" if op.fold else ""
+            lines.append(f"t{i}:{op.dtype.name}{'/row' if op.row else ''}{fold}="
                          f"{_op_identity(op.prim)}({','.join(map(str, op.args))})")
         lines.append("out:" + ",".join(map(str, self.outputs)))
         if self.reduce_ndim:
@@ -229,7 +233,12 @@ class KernelIR:
         for i, op in enumerate(self.ops):
             args = ", ".join(self.ref_name(r) for r in op.args)
             row = " (per row)" if op.row else ""
-            lines.append(f"  t{i}: {op.dtype.name}{row} = {op.prim!r}({args})")
+            fold = ""
+            if op.fold:
+                how, v, r = op.fold
+                fold = (f"  [online with max {self.ref_name(r)}]" if how == "online" else
+                        f"  [Chan's update of {self.ref_name(v)} around {self.ref_name(r)}]")
+            lines.append(f"  t{i}: {op.dtype.name}{row} = {op.prim!r}({args}){fold}")
         lines.append("  return " + ", ".join(self.ref_name(r) for r in self.outputs))
         lines.append("  shape: broadcast of the input shapes")
         if self.reduce_ndim:

@@ -2,7 +2,8 @@
 
     simplify   merge_scalar_constants, remove_noops, square_powers, cse, dce
     rows       decompose (Softmax/LogSumExp into primitives), fuse_rows (reductions with
-               their elementwise neighbours)
+               their elementwise neighbours), online_softmax and chan_variance (row-kernel
+               algorithms marked on the regions' IR)
     fuse       fuse (elementwise regions)
 
 `BRAZE_COMPILE_MODE` switches groups off (`no_simplify`, `no_reduce_fusion`: the rows group,
@@ -19,6 +20,7 @@ from .. import config
 from . import diagnostics as diag
 from . import fuse as F
 from . import fuse_rows as FR
+from . import row_algorithms as RA
 from . import simplify as S
 from .tape import Tape
 
@@ -38,6 +40,8 @@ PASSES = (
     Pass("dce", S.dce, "simplify"),
     Pass("decompose", FR.expand_composites, "rows"),
     Pass("fuse_rows", FR.fuse_rows, "rows"),
+    Pass("online_softmax", RA.online_softmax, "rows"),
+    Pass("chan_variance", RA.chan_variance, "rows"),
     Pass("fuse", F.fuse, "fuse"),
 )
 

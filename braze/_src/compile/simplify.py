@@ -10,47 +10,13 @@
    function output is never merged away; multi-output nodes merge sibling by sibling.
 5. `dce`: nodes no output depends on are dropped.
 
-Passes own the tape's nodes (Tape.copy was taken after tracing), so they rewrite `_inputs` in
-place; `set_inputs` keeps the consumer counts (`_nc`) of the arrays right.
+Passes own the tape's nodes (Tape.copy was taken after tracing), so they rewrite inputs in
+place, through tape.py's edits.
 """
 from __future__ import annotations
 
 from ..prims.unary import SQUARE
-from .tape import Tape
-
-
-def set_inputs(node, new_inputs) -> None:
-    """Rewire `node` (and its siblings, which share inputs) to `new_inputs`."""
-    new_inputs = tuple(new_inputs)
-    group = node._siblings if node._siblings is not None else (node,)
-    for s in group:
-        for x in s._inputs:
-            x._nc -= 1
-        s._inputs = new_inputs
-        for x in new_inputs:
-            x._nc += 1
-
-
-def _rewire(tape: Tape, subst: dict) -> None:
-    """Replace every input `x` with `subst[id(x)]` (chains resolved) in nodes and outputs."""
-    if not subst:
-        return
-
-    def find(x):
-        while id(x) in subst:
-            x = subst[id(x)]
-        return x
-
-    done = set()
-    for a in tape.nodes:
-        key = id(a._siblings) if a._siblings is not None else id(a)
-        if key in done:
-            continue
-        done.add(key)
-        ins = a._inputs
-        if any(id(x) in subst for x in ins):
-            set_inputs(a, [find(x) for x in ins])
-    tape.outputs = [find(o) for o in tape.outputs]
+from .tape import Tape, rewire, set_inputs
 
 
 def merge_scalar_constants(tape: Tape) -> Tape:
@@ -69,7 +35,7 @@ def merge_scalar_constants(tape: Tape) -> Tape:
             if keep is not x:
                 subst[id(x)] = keep
     outs = list(tape.outputs)
-    _rewire(tape, subst)
+    rewire(tape, subst)
     tape.outputs = outs  # outputs keep their own objects
     return tape
 
@@ -84,7 +50,7 @@ def remove_noops(tape: Tape) -> Tape:
         else:
             kept.append(a)
     if subst:
-        _rewire(tape, subst)
+        rewire(tape, subst)
         tape.nodes = kept
     return tape
 
@@ -182,9 +148,7 @@ def dce(tape: Tape) -> Tape:
     dead = [a for a in tape.nodes if id(a) not in live]
     if dead:
         for a in dead:  # release their hold on inputs (consumer counts)
-            for x in a._inputs:
-                x._nc -= 1
-            a._inputs = ()
+            set_inputs(a, ())
         tape.nodes = [a for a in tape.nodes if id(a) in live]
     return tape
 

@@ -1,8 +1,11 @@
-"""The Tape: a traced function's graph, the unit every compile pass takes and returns.
+"""The Tape: a traced function's graph, the unit every compile pass takes and returns, and the
+graph edits every pass makes through this module.
 
 A tape owns its node arrays: passes may rewrite `_inputs`, replace nodes and drop nodes freely,
 because `Tape.copy()` (taken right after tracing) gives the tape private node objects that share
-only the (immutable) primitives with the graph the user's function built.
+only the (immutable) primitives with the graph the user's function built. Every edit of a node's
+inputs goes through `set_inputs` / `replace_input` / `rewire`, which keep the consumer counts
+(`_nc`, read by buffer donation) right; `consumers` and `toposort` answer the graph questions.
 """
 from __future__ import annotations
 
@@ -91,6 +94,9 @@ class Tape:
         for a in self.nodes:
             args = ", ".join(name(x) for x in a._inputs)
             lines.append(f"{name(a)}: {a.dtype.name}{list(a.shape)} = {a._prim!r}({args})")
+            ir = getattr(a._prim, "ir", None)  # a fused region: its IR below its first output
+            if ir is not None and not a._idx:
+                lines += ["  " + ln for ln in str(ir).splitlines()[1:]]
         lines.append("return " + ", ".join(name(o) for o in self.outputs))
         return "\n".join(lines)
 
@@ -99,3 +105,86 @@ def _const_text(x) -> str:
     if x.size == 1:
         return f"const({x._data.reshape(-1)[0].item()!r}:{x.dtype.name})"
     return f"const({x.dtype.name}{list(x.shape)})"
+
+
+# -- graph edits ------------------------------------------------------------------------------
+def set_inputs(node, new_inputs) -> None:
+    """Rewire `node` (and its siblings, which share inputs) to `new_inputs`."""
+    new_inputs = tuple(new_inputs)
+    group = node._siblings if node._siblings is not None else (node,)
+    for s in group:
+        for x in s._inputs:
+            x._nc -= 1
+        s._inputs = new_inputs
+        for x in new_inputs:
+            x._nc += 1
+
+
+def replace_input(node, slot: int, new) -> None:
+    """node._inputs[slot] = new (this node only: a broadcast copy or a split region's input)."""
+    ins = node._inputs
+    old = ins[slot]
+    if old is new:
+        return
+    node._inputs = ins[:slot] + (new,) + ins[slot + 1:]
+    old._nc -= 1
+    new._nc += 1
+
+
+def rewire(tape: Tape, subst: dict) -> None:
+    """Replace every input `x` with `subst[id(x)]` (chains resolved) in nodes and outputs."""
+    if not subst:
+        return
+
+    def find(x):
+        while id(x) in subst:
+            x = subst[id(x)]
+        return x
+
+    done = set()
+    for a in tape.nodes:
+        key = id(a._siblings) if a._siblings is not None else id(a)
+        if key in done:
+            continue
+        done.add(key)
+        ins = a._inputs
+        if any(id(x) in subst for x in ins):
+            set_inputs(a, [find(x) for x in ins])
+    tape.outputs = [find(o) for o in tape.outputs]
+
+
+# -- graph questions --------------------------------------------------------------------------
+def consumers(nodes) -> dict:
+    """id(x) -> [(consumer, slot), ...] for every input slot of `nodes`, in tape order."""
+    out = {}
+    for a in nodes:
+        for slot, x in enumerate(a._inputs):
+            out.setdefault(id(x), []).append((a, slot))
+    return out
+
+
+def toposort(nodes) -> list:
+    """`nodes` in an order where inputs come first, as close to their given order as possible
+    (each sibling group kept together, at its first member's place)."""
+    member = {id(a) for a in nodes}
+    out, done = [], set()
+    for a in nodes:
+        if id(a) in done:
+            continue
+        stack = [(a, 0)]
+        while stack:
+            b, k = stack[-1]
+            ins = b._inputs
+            if k < len(ins):
+                stack[-1] = (b, k + 1)
+                x = ins[k]
+                if id(x) in member and id(x) not in done:
+                    stack.append((x, 0))
+                continue
+            stack.pop()
+            if id(b) in done:
+                continue
+            for s in b._siblings if b._siblings is not None else (b,):
+                done.add(id(s))
+                out.append(s)
+    return out

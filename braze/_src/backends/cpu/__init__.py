@@ -26,17 +26,16 @@ from ... import config
 from ... import memory as M
 from .. import kernel_cache as KC
 from ..base import Backend, Program
-from .render import HALF, CpuVariant, Unsupported
-from .render import render as render_kernel
+from .render import CpuVariant, render_kernel
 from .render_rows import (
     CHUNK,
     STASH_MAX,
     RowVariant,
     donor_outputs,
-    render_row_kernel,
     row_read_inputs,
     split_plan,
 )
+from .spell import HALF, Unsupported
 from .threads import POOL
 from .threads import _threshold as _THRESHOLD
 from .threads import num_threads as _num_threads
@@ -130,7 +129,7 @@ class CpuBackend(Backend):
             e = _Entry(ir)
             if not e.fallback:
                 try:  # render once up front: an unsupported region runs on numpy
-                    _render(ir, e.default_variant())
+                    render_kernel(ir, e.default_variant())
                 except Unsupported as exc:
                     e.fallback = True
                     if config.get().debug >= 1:
@@ -157,8 +156,7 @@ class CpuBackend(Backend):
         cfg = config.get()
         t0 = time.perf_counter()
         name = f"{ir.name}{variant.suffix}"
-        disk = self.compiler.directory() is not None
-        source = _render(ir, variant, cache=disk)
+        source = render_kernel(ir, variant)
         fn, how = self.compiler.compile(source, name)
         dt = time.perf_counter() - t0
         if cfg.debug >= 1 or cfg.dump_dir:
@@ -394,12 +392,6 @@ def _segments(start, stop, fn, argsets):
 # how partial accumulators of column segments combine (np.max/np.min propagate NaN)
 _COMBINE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "and": np.all,
             "or": np.any}
-
-
-def _render(ir, variant, cache=False) -> str:
-    if isinstance(variant, RowVariant):
-        return render_row_kernel(ir, variant, cache=cache)
-    return render_kernel(ir, variant, cache=cache)
 
 
 class _RowLayout:

@@ -10,16 +10,17 @@ whose files do not match it is deleted and rebuilt before Numba reads anything.
 
 Without a disk cache (refused directory, read-only home), the source is compiled in memory.
 
-Kernels are compiled with their pointer arguments marked `noalias` (`kernel_njit`, swapped in
-for the rendered `from numba import njit`). Without it LLVM guards every vectorized loop with
-a runtime overlap check between the output and input buffers, and a donated output (written
-into its input's buffer, `Backend.assign_donors`) always fails that check: the loop then ran
-its scalar fallback, 4-5x slower (Adam at 16 Mi: 96 ms instead of 18 ms). The promise must
-be true, or LLVM may move a load of an input element after a store that overwrites it (issue
-20: a second output read a donated input after the first output was stored over it). So an
+Kernels are compiled with their pointer arguments marked `noalias` (`kernel_njit`, which the
+rendered module imports as its `njit`; the module is compiled exactly as rendered). Without it
+LLVM guards every vectorized loop with a runtime overlap check between the output and input
+buffers, and a donated output (written into its input's buffer, `Backend.assign_donors`)
+always fails that check: the loop then ran its scalar fallback, 4-5x slower (Adam at 16 Mi:
+96 ms instead of 18 ms). The promise must be true, or LLVM may move a load of an input element
+after a store that overwrites it (issue 20: a second output read a donated input after the
+first output was stored over it). So an
 output written into a donated input is never a separate argument: the kernel variant names
 the (output, input) pairs (`CpuVariant.alias`, `RowVariant.alias`) and the kernel stores
-through the input's own array (`render.alias_lines`); distinct arguments never share memory.
+through the input's own array (`body.alias_lines`); distinct arguments never share memory.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from numba.core.compiler import Compiler as _NumbaPipeline
 
 from .. import kernel_cache as KC
 from ..base import Compiler
-from . import render, render_rows
+from . import body, render, render_rows, spell
 from .lib import math, rows, scalar
 
 
@@ -53,7 +54,8 @@ def _cpu_identity() -> str:
 def _source_files_hash() -> str:
     h = []
     # this file too: `kernel_njit`'s pipeline flags shape the machine code Numba caches
-    for path in [m.__file__ for m in (scalar, math, render, render_rows, rows)] + [__file__]:
+    for path in [m.__file__ for m in (scalar, math, rows, body, spell, render, render_rows)] + [
+            __file__]:
         data = KC.read_bytes(path) or b""
         h.append(KC.sha256(data))
     return KC.sha256("".join(h))[:16]
@@ -75,16 +77,6 @@ def kernel_njit(*args, **kwargs):
     """`numba.njit` for generated kernels: no-alias pointer arguments, no cfunc wrapper."""
     kwargs.setdefault("pipeline_class", _KernelPipeline)
     return numba.njit(*args, **kwargs)
-
-
-_NJIT_IMPORT = "from numba import njit, types\n"
-_KERNEL_IMPORT = ("from numba import types\n"
-                  "from braze._src.backends.cpu.compiler import kernel_njit as njit\n")
-
-
-def kernel_source(source: str) -> str:
-    """The module actually compiled for a rendered kernel: its `njit` is `kernel_njit`."""
-    return source.replace(_NJIT_IMPORT, _KERNEL_IMPORT, 1)
 
 
 class NumbaCompiler(Compiler):
@@ -117,23 +109,22 @@ class NumbaCompiler(Compiler):
         return "k_" + KC.sha256(source + "\n" + self.identity)[:24]
 
     def compile(self, source: str, name: str):
-        """Load or build the kernel of `source` (a module rendered with cache=True when the
-        disk cache is on). Returns (dispatcher, how) with how in {"built", "disk"}."""
-        source = kernel_source(source)
+        """Load or build the kernel of module `source` (from the disk cache when it is on).
+        Returns (dispatcher, how) with how in {"built", "disk"}."""
         d = self.directory()
         if d is None:
-            return self._compile_memory(source.replace("CACHE = True", "CACHE = False"), name)
+            return self._compile_memory(source, name)
         try:
             return self._compile_disk(d, source, name)
         except Exception as e:  # an unusable entry must never break a kernel
             KC.Stats.corrupt += 1
             KC._warn_once(f"[kernel cache] disk entry for {name} unusable ({e!r}); "
                           "compiling in memory.")
-            return self._compile_memory(source.replace("CACHE = True", "CACHE = False"), name)
+            return self._compile_memory(source, name)
 
     def _compile_memory(self, source: str, name: str):
         t0 = time.perf_counter()
-        scalar.prepare(render.math_functions(source))
+        scalar.prepare(body.math_functions(source))
         mod = _pytypes.ModuleType(f"braze_kernel_{name}")
         code = compile(source, f"<braze kernel {name}>", "exec")
         exec(code, mod.__dict__)
@@ -177,7 +168,7 @@ class NumbaCompiler(Compiler):
                 KC.atomic_write(path, source)
             t0 = time.perf_counter()
             if not ok:
-                scalar.prepare(render.math_functions(source))
+                scalar.prepare(body.math_functions(source))
             mod = _pytypes.ModuleType(modname)
             mod.__file__ = path
             code = compile(source, path, "exec")

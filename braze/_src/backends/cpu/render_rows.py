@@ -6,7 +6,7 @@ columns). A kernel launch covers rows [start, stop), so the thread pool splits r
 1. the row's offset in every input (the row index unravelled over the collapsed row dims);
 2. *passes* over the row, chunk by chunk (`CHUNK` elements): a pass computes, for each
    element, the full values it needs, writes each reduction's operand into a scratch buffer
-   (a loop that vectorizes), then reduces the buffer with `rowlib` and folds the chunk's
+   (a loop that vectorizes), then reduces the buffer with `lib/rows.py` and folds the chunk's
    result into an accumulator (float sums in float64); pass p finishes the reductions that
    depend on p earlier ones and writes the full outputs that need p of them;
 3. between passes, the per-row values (reduction results and elementwise ops on them);
@@ -31,38 +31,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..base import Variant
-from .render import (
-    _CT,
-    _EXACT,
-    _LOAD,
-    _ROUND,
-    _STORE,
-    HALF,
-    STORAGE,
-    Unsupported,
-    _cast,
-    _Ctx,
-    _describe,
-    _kind,
-    _written,
-    alias_lines,
-    alias_suffix,
-    literal,
-    module_source,
-    op_expr,
-    square_power,
-)
+from .body import Body, alias_lines, alias_suffix, describe, written
+from .spell import COMPUTE, HALF, LOAD, ROUND, STORAGE, Unsupported, cast, expr
 
 CHUNK = 1024
-_RED = ("Reduce", "ArgReduce")
 
 
 #: costly full values a later pass needs are kept in a row buffer instead of recomputed
 #: when rows have at most this many elements (the buffer then stays in cache)
 STASH_MAX = 1 << 16
-COSTLY = {"Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan", "ArcSin", "ArcCos", "ArcTan",
-          "Sinh", "Cosh", "Tanh", "Erf", "ErfInv", "Sigmoid", "Power", "ArcTan2", "LogAddExp",
-          "ArcSinh", "ArcCosh", "ArcTanh"}
 
 
 @dataclass(frozen=True)
@@ -89,13 +66,18 @@ class RowVariant(Variant):
 
 
 def _is_red(op) -> bool:
-    return op.row and type(op.prim).__name__ in _RED
+    return op.row and op.prim.reduction
+
+
+def _is_arg_red(op) -> bool:
+    return op.prim.reduction and op.prim.reduce_type in ("argmax", "argmin")
 
 
 def _value_args(op) -> tuple:
     """The arguments whose values `op` reads (a shape-following broadcast reads its other
     arguments for their shapes only)."""
-    return op.args[:1] if type(op.prim).__name__ == "DynamicBroadcast" else op.args
+    k = op.prim.shape_only_from
+    return op.args if k is None else op.args[:k]
 
 
 def donor_outputs(ir, stash) -> tuple:
@@ -188,39 +170,18 @@ class _Plan:
         self.reds = reds
         self.full_outs = full_outs
 
-    # -- long rows: one pass fewer for the softmax and variance patterns -------------------
-    def _op(self, r, name):
-        """ir.ops[r - n] if `r` is an op named `name` (or a broadcast for "Broadcast")."""
-        if r < self.n:
-            return None
-        op = self.ir.ops[r - self.n]
-        pn = type(op.prim).__name__
-        if pn == name or (name == "Broadcast" and pn == "DynamicBroadcast"):
-            return op
-        return None
-
+    # -- long rows: one pass fewer for the sums a row algorithm marked (IROp.fold) -------
     def _merge(self, r):
-        """Recognise sum(exp(v - bcast(max v))) (online softmax: accumulated together with
-        the max, rescaled as the max grows) and sum(square(v - bcast(mu))) (mean and M2 of v
-        by Chan's parallel update, then M2 + C * (mean - mu)^2 once mu is known)."""
-        ir, n = self.ir, self.n
-        op = ir.ops[r - n]
-        if getattr(op.prim, "reduce_type", "") != "sum" or op.dtype.name not in (
-                "float32", "float64"):
+        """Accumulate a marked sum early when its value is read per element and its max /
+        mean is per row: online softmax with the max, Chan's update of v's mean and M2."""
+        op = self.ir.ops[r - self.n]
+        if not op.fold:
             return
-        inner = self._op(op.args[0], "Exp") or self._op(op.args[0], "Square")
-        sub = inner and self._op(inner.args[0], "Subtract")
-        bc = sub and self._op(sub.args[1], "Broadcast")
-        if not bc or any(ir.dtype_of(a) != op.dtype for a in (op.args[0], inner.args[0],
-                                                              sub.args[0], sub.args[1])):
-            return
-        v, row = sub.args[0], bc.args[0]
+        how, v, row = op.fold
         if self.rowlike[v] or not self.rowlike[row]:
             return
-        if type(inner.prim).__name__ == "Exp":
-            a = self._op(row, "Reduce")
-            if (a is None or a.prim.reduce_type != "max" or a.args[0] != v
-                    or not self.red_pass.get(row) == self.level[v]):
+        if how == "online":
+            if self.red_pass.get(row) != self.level[v]:
                 return
             self.online[r] = row
             self.operand[r] = v
@@ -267,7 +228,7 @@ class _Plan:
         first, later = {}, set()
         for p in range(self.n_pass):
             for r in self.needed(self.operands(p))[0]:
-                if type(ops[r - n].prim).__name__ not in COSTLY:
+                if not ops[r - n].prim.costly:
                     continue
                 if r in first:
                     later.add(r)
@@ -315,14 +276,15 @@ def _acc_type(op, arg_dt) -> str:
     rt = getattr(op.prim, "reduce_type", "")
     if rt in ("and", "or"):
         return "np.bool_"
-    if type(op.prim).__name__ == "ArgReduce":
-        return _CT[arg_dt.name]
-    return _CT[op.dtype.name]
+    if _is_arg_red(op):
+        return COMPUTE[arg_dt.name]
+    return COMPUTE[op.dtype.name]
 
 
-def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: bool = False) -> str:
+def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel") -> str:
     """The source of a row-kernel module for `ir` and `variant` (see the module doc)."""
-    ctx = _Ctx()
+    b_ = Body(ir)
+    ctx = b_.ctx
     n = ir.n_inputs
     run = [k for k in range(n) if not ir.inputs[k].const]
     if len(variant.letters) != len(run):
@@ -330,60 +292,46 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
     letters = {k: c for k, c in zip(run, variant.letters)}
     full_letters = [letters.get(k, "S") for k in range(n)]
     plan = _Plan(ir, full_letters, online=not (variant.stash or variant.partial))
-    names = [None] * (n + len(ir.ops))
+    names = b_.names
     vec = [k for k in run if letters[k] != "S"]
     slot = {k: i for i, k in enumerate(vec)}
     donors = {k for _, k in variant.alias}
 
     pre, row_head = [], []
     params = ["start", "stop", "C", "rshape", "rstrides", "cstrides", "offsets"]
-    sig_in = []
     for k in range(n):
         inp = ir.inputs[k]
         dt = inp.dtype
-        if _kind(dt) == "c":
+        if dt.kind == "c":
             raise Unsupported("complex input")
         if inp.const:
-            names[k] = f"c{k}"
-            pre.append(f"c{k} = {literal(inp)}  # c{k}: {dt.name} = {inp.literal()}")
+            pre.append(b_.const_line(k))
             continue
         params.append(f"in{k}")
-        sig_in.append(STORAGE[dt.name])
-        ld = _LOAD.get(dt.name)
-        wrap = (lambda s, ld=ld: f"{ctx.rt(ld)}({s})" if ld else s)
         c = letters[k]
         if c == "S":
             names[k] = f"s{k}"
-            pre.append(f"s{k} = {wrap(f'in{k}[0]')}  # in{k}: {dt.name} scalar")
+            pre.append(f"s{k} = {b_.load(k, f'in{k}[0]')}  # in{k}: {dt.name} scalar")
         elif c == "R":
             names[k] = f"w{k}"
-            row_head.append(f"w{k} = {wrap(f'in{k}[p{k}]')}  # in{k}: {dt.name} per row")
+            row_head.append(f"w{k} = {b_.load(k, f'in{k}[p{k}]')}  # in{k}: {dt.name} per row")
         else:
             names[k] = f"v{k}"
 
     def load(k) -> str:
-        dt = ir.inputs[k].dtype
-        ld = _LOAD.get(dt.name)
         # unsigned indices: no negative-index wrap-around code (it slowed compiles by a
         # quarter and must not reach the vectorizer)
         src = (f"in{k}[np.uint64(q{k} + j)]" if letters[k] == "V"
                else f"in{k}[np.uint64(p{k} + (j0 + j) * cs{k})]")
-        src = f"{ctx.rt(ld)}({src})" if ld else src
-        return f"v{k} = {src}  # in{k}: {dt.name}"
+        return f"v{k} = {b_.load(k, src)}  # in{k}: {ir.inputs[k].dtype.name}"
 
     def expr_line(i) -> str:
         op = ir.ops[i]
         if n + i in plan.chan:  # sum((v - mu)^2) = M2 + C * (mean - mu)^2
             mu = names[plan.chan[n + i]]
-            return (f"t{i} = {_CT[op.dtype.name]}(a{i} + C * (mu{i} - np.float64({mu})) ** 2)"
-                    f"  # {_describe(ir, i, op)}")
-        args = [names[a] for a in op.args]
-        expr = square_power(ir, op, args) or op_expr(
-            ctx, op.prim, args, [ir.dtype_of(a) for a in op.args], op.dtype)
-        pname = type(op.prim).__name__
-        if op.dtype.name in HALF and pname not in _EXACT and pname != "AsType":
-            expr = f"{ctx.rt(_ROUND[op.dtype.name])}({expr})"
-        return f"t{i} = {expr}  # {_describe(ir, i, op)}"
+            return (f"t{i} = {COMPUTE[op.dtype.name]}(a{i} + C * (mu{i} - np.float64({mu})) ** 2)"
+                    f"  # {describe(ir, i)}")
+        return b_.op_line(i)
 
     # per-row and invariant ops, by level
     row_ops = {}
@@ -396,7 +344,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
         if _is_red(op) or not plan.rowlike[r]:
             continue
         if plan.invariant[r]:
-            pre.append(expr_line(i))
+            pre += _lines(expr_line(i))
         else:
             row_ops.setdefault(plan.level[r], []).append(i)
 
@@ -415,7 +363,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
         for k in vec:
             body.append(f"    p{k} += ix * rstrides[{slot[k]}, d]")
     body += row_head
-    body += [expr_line(i) for i in row_ops.get(0, [])]
+    body += _lines(*map(expr_line, row_ops.get(0, [])))
     if plan.full_outs:
         body.append("rc = r * C")
 
@@ -429,18 +377,18 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
 
     stash = plan.stash_plan() if variant.stash else {}
     for r in stash:
-        pre.append(f"z{r - n} = np.empty(C, {_CT[ir.dtype_of(r).name]})  # stash of t{r - n}")
+        pre.append(f"z{r - n} = np.empty(C, {COMPUTE[ir.dtype_of(r).name]})  # stash of t{r - n}")
     for p in range(plan.n_pass):
         reds, outs = plan.targets(p)
         if not reds and not outs:
-            body += [expr_line(i) for i in row_ops.get(p + 1, [])]
+            body += _lines(*map(expr_line, row_ops.get(p + 1, [])))
             continue
         body.append(f"# pass {p}: " + ", ".join(
             [f"reduce {ir.ref_name(r)}" for r in reds] + [f"write out{j}" for j, _ in outs]))
         for r in reds:
             init, _ = _identity(ir.ops[r - n], red_info[r])
             body.append(f"a{r - n} = {init}")
-            if type(ir.ops[r - n].prim).__name__ == "ArgReduce":
+            if _is_arg_red(ir.ops[r - n]):
                 body.append(f"av{r - n} = {red_info[r]}(0)")
             if r in plan.chan:
                 body.append(f"n{r - n} = np.float64(0.0)")
@@ -460,7 +408,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
             op = ir.ops[r - n]
             a = plan.operand[r]
             dt = ir.dtype_of(a)
-            if (r in plan.online or _CT[dt.name] != red_info[r]
+            if (r in plan.online or COMPUTE[dt.name] != red_info[r]
                     or _acc_dtype(op, dt) != dt or dt.name in HALF):
                 continue
             if (a < n and letters.get(a) == "V" and not _converted_on_load(ir, a)
@@ -484,7 +432,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
         loop += [f"t{r - n} = z{r - n}[np.uint64(j0 + j)]  # t{r - n}: stashed in an "
                  "earlier pass" for r in reads]
         for r in ops_needed:
-            loop.append(expr_line(r - n))
+            loop += _lines(expr_line(r - n))
             if r in writes:
                 loop.append(f"z{r - n}[np.uint64(j0 + j)] = t{r - n}  # stash t{r - n} for a "
                             "later pass")
@@ -493,10 +441,10 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
             a = plan.operand[r]
             if r in plan.online or r in direct:  # online: reads its max's buffer
                 continue
-            val = _cast(ctx, names[a], ir.dtype_of(a), _acc_dtype(op, ir.dtype_of(a)))
+            val = cast(ctx, names[a], ir.dtype_of(a), _acc_dtype(op, ir.dtype_of(a)))
             loop.append(f"b{r - n}[np.uint64(j)] = {val}  # operand of t{r - n}")
         for j, r in outs:
-            loop.append(f"out{j}[np.uint64(w + j)] = {_store(ctx, ir, r, names[r])}"
+            loop.append(f"out{j}[np.uint64(w + j)] = {b_.stored(r, names[r])}"
                         f"  # out{j} <- {ir.ref_name(r)}")
         if any(not s.startswith("v") for s in loop):  # else: only loads, nothing to compute
             inner += ["    " + s for s in loop]
@@ -519,14 +467,14 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
             if variant.partial:
                 break
             if r in plan.online:
-                body.append(f"t{r - n} = {_CT[ir.dtype_of(r).name]}(a{r - n} if "
+                body.append(f"t{r - n} = {COMPUTE[ir.dtype_of(r).name]}(a{r - n} if "
                             f"a{plan.online[r] - n} > -np.inf else np.nan)"
-                            f"  # {_describe(ir, r - n, ir.ops[r - n])}")
+                            f"  # {describe(ir, r - n)}")
             elif r not in plan.chan:
                 body.append(_finish(ctx, ir, r - n, red_info[r]))
         if variant.partial:
             break
-        body += [expr_line(i) for i in row_ops.get(p + 1, [])]
+        body += _lines(*map(expr_line, row_ops.get(p + 1, [])))
     sig_out = []
     if variant.partial:  # the accumulators of this column segment, combined by the caller
         for j, (r, _, storage) in enumerate(split_plan(ir)):
@@ -536,7 +484,7 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
     else:
         for j, r in enumerate(ir.outputs):
             if ir.is_row(r):
-                body.append(f"out{j}[r] = {_store(ctx, ir, r, names[r])}  # out{j} <- "
+                body.append(f"out{j}[r] = {b_.stored(r, names[r])}  # out{j} <- "
                             f"{ir.ref_name(r)}")
             params.append(f"out{j}")
             sig_out.append(STORAGE[ir.dtype_of(r).name])
@@ -557,8 +505,13 @@ def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel", cache: b
     imports = ["from braze._src.backends.cpu.lib.rows import "
                "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin, lsqdev"]
     sig = ["types.int64"] * 3 + ["_I64_1", "_I64_2", "_I64_1", "_I64_1"]
-    return module_source(f"braze row kernel {ir.name}{variant.suffix}", ir, ctx, sig, sig_in,
-                         sig_out, cache, imports, lines, _written(run, variant.alias))
+    sig = b_.signature(sig, run, sig_out, written(run, variant.alias))
+    return b_.module(f"braze row kernel {ir.name}{variant.suffix}", sig, lines, imports)
+
+
+def _lines(*lines) -> list:
+    """The non-empty ones (an op that is its argument as it is has no line)."""
+    return [ln for ln in lines if ln]
 
 
 def _acc_dtype(op, arg_dt):
@@ -567,14 +520,14 @@ def _acc_dtype(op, arg_dt):
     rt = getattr(op.prim, "reduce_type", "")
     if rt in ("and", "or"):
         return D.bool_
-    if type(op.prim).__name__ == "ArgReduce":
+    if _is_arg_red(op):
         return arg_dt
     return op.dtype
 
 
 def _converted_on_load(ir, k) -> bool:
     """Whether input k's buffer elements are converted when loaded (half precision)."""
-    return ir.inputs[k].dtype.name in _LOAD
+    return ir.inputs[k].dtype.name in LOAD
 
 
 def _fold(ctx, op, i, acc, buf=None) -> list:
@@ -587,13 +540,13 @@ def _fold(ctx, op, i, acc, buf=None) -> list:
         if f:
             return [f"a{i} += np.float64(lsum({b}, {ident}))"]
         if acc in ("np.int64", "np.uint64"):
-            return [f"a{i} = {ctx.rt('wadd')}(a{i}, {acc}(lsum({b}, {ident})))"]
+            return [f"a{i} = {ctx.call('wadd')}(a{i}, {acc}(lsum({b}, {ident})))"]
         return [f"a{i} = {acc}(a{i} + lsum({b}, {ident}))"]
     if rt == "prod":
         if f:
             return [f"a{i} *= np.float64(lprod({b}, {ident}))"]
         if acc in ("np.int64", "np.uint64"):
-            return [f"a{i} = {ctx.rt('wmul')}(a{i}, {acc}(lprod({b}, {ident})))"]
+            return [f"a{i} = {ctx.call('wmul')}(a{i}, {acc}(lprod({b}, {ident})))"]
         return [f"a{i} = {acc}(a{i} * lprod({b}, {ident}))"]
     if rt in ("max", "min"):
         if acc == "np.bool_":
@@ -601,7 +554,7 @@ def _fold(ctx, op, i, acc, buf=None) -> list:
                     f"{'lany' if rt == 'max' else 'lall'}({b})"]
         fn = "lmax" if rt == "max" else "lmin"
         if f:
-            return [f"a{i} = {ctx.rt('max_f' if rt == 'max' else 'min_f')}(a{i}, {fn}({b}, "
+            return [f"a{i} = {ctx.call('max_f' if rt == 'max' else 'min_f')}(a{i}, {fn}({b}, "
                     f"{ident}))"]
         cmp = ">" if rt == "max" else "<"
         return [f"c{i}_ = {fn}({b}, {ident})", f"a{i} = a{i} if a{i} {cmp} c{i}_ else c{i}_"]
@@ -622,12 +575,12 @@ def _fold_online(ctx, ir, i, a, buf) -> list:
     eager does when the row's max is not > -inf)."""
     n = ir.n_inputs
     op = ir.ops[i]
-    T = _CT[op.dtype.name]
+    T = COMPUTE[op.dtype.name]
     exp_op = ir.ops[op.args[0] - n]
     sub_op = ir.ops[exp_op.args[0] - n]
-    sub = op_expr(ctx, sub_op.prim, [f"{buf}[j]", f"mx{i}"], [op.dtype] * 2, op.dtype)
-    ex = op_expr(ctx, exp_op.prim, [sub], [op.dtype], op.dtype)
-    return [f"mx{i} = {ctx.rt('max_f')}(a{a}, lmax({buf}, m, {T}(-np.inf)))",
+    sub = expr(ctx, sub_op.prim, [f"{buf}[j]", f"mx{i}"], [op.dtype] * 2, op.dtype)
+    ex = expr(ctx, exp_op.prim, [sub], [op.dtype], op.dtype)
+    return [f"mx{i} = {ctx.call('max_f')}(a{a}, lmax({buf}, m, {T}(-np.inf)))",
             f"if mx{i} > -np.inf:",
             f"    if a{a} > -np.inf:",
             f"        a{i} *= np.exp(np.float64(a{a}) - np.float64(mx{i}))  # rescale",
@@ -660,14 +613,9 @@ def _finish(ctx, ir, i, acc) -> str:
         val = f"np.uint32(a{i})"
     elif _kind_of(acc) == "f":
         if dt.name in HALF:
-            val = f"{ctx.rt(_ROUND[dt.name])}(np.float32(a{i}))"
+            val = f"{ctx.call(ROUND[dt.name])}(np.float32(a{i}))"
         else:
-            val = f"{_CT[dt.name]}(a{i})"
+            val = f"{COMPUTE[dt.name]}(a{i})"
     else:
         val = f"a{i}"
-    return f"t{i} = {val}  # {_describe(ir, i, op)}"
-
-
-def _store(ctx, ir, ref, val) -> str:
-    st = _STORE.get(ir.dtype_of(ref).name)
-    return f"{ctx.rt(st)}({val})" if st else val
+    return f"t{i} = {val}  # {describe(ir, i)}"

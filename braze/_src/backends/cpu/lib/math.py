@@ -27,8 +27,8 @@ Conventions
 
 How the renderer uses this module
 ---------------------------------
-`REGISTRY` maps a braze primitive name to {dtype name: function name}; `function_name(prim,
-dtype)` resolves it (it understands `Log(base=...)`). A generated kernel either starts with
+A primitive's `kernel_op` names its function: op `exp` computing in float32 calls `exp_f32`
+(spell.py; float16/bfloat16 compute in float32). A generated kernel either starts with
 `from braze._src.backends.cpu.lib.math import exp_f32, ...` or is `exec`'d with `FUNCTIONS`
 (name -> dispatcher) merged into its globals; both let Numba inline the calls. Kernels must be
 compiled with `error_model="numpy"` (Python's division check would block vectorization).
@@ -49,7 +49,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 __all__ = [
-    "FUNCTIONS", "REGISTRY", "function_name",
+    "FUNCTIONS",
     "exp_f32", "expm1_f32", "log_f32", "log2_f32", "log10_f32", "log1p_f32",
     "sin_f32", "cos_f32", "tan_f32", "tanh_f32", "sinh_f32", "cosh_f32",
     "erf_f32", "erfinv_f32", "sigmoid_f32",
@@ -735,35 +735,5 @@ def erfinv_f64(x):
 # ============================================================================================
 # registry
 # ============================================================================================
-_UNARY = ("exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh", "sinh",
-          "cosh", "erf", "erfinv", "sigmoid", "arcsin", "arccos", "arctan")
-_PRIM_TO_FN = {
-    "Exp": "exp", "Expm1": "expm1", "Log": "log", "Log2": "log2", "Log10": "log10",
-    "Log1p": "log1p", "Sin": "sin", "Cos": "cos", "Tan": "tan", "Tanh": "tanh", "Sinh": "sinh",
-    "Cosh": "cosh", "Erf": "erf", "ErfInv": "erfinv", "Sigmoid": "sigmoid", "ArcSin": "arcsin",
-    "ArcCos": "arccos", "ArcTan": "arctan", "ArcTan2": "arctan2", "Power": "power",
-}
-
-#: primitive name -> {"float32": function name, "float64": function name}. `Log` with base "2"
-#: or "10" is listed as "Log2" / "Log10" (see `function_name`). Binary entries (ArcTan2,
-#: Power) take their arguments in the primitive's order.
-REGISTRY: dict[str, dict[str, str]] = {
-    prim: {"float32": f"{fn}_f32", "float64": f"{fn}_f64"} for prim, fn in _PRIM_TO_FN.items()
-}
-
 #: function name -> Numba dispatcher, to merge into an exec'd kernel's globals.
 FUNCTIONS = {name: globals()[name] for name in __all__ if name.endswith(("_f32", "_f64"))}
-
-
-def function_name(prim, dtype) -> str | None:
-    """The mathlib function for primitive `prim` (a Primitive instance or its name) computing in
-    `dtype` ("float32"/"float64", a NumPy dtype, or float16/bfloat16, which compute in
-    float32), or None if the primitive has no mathlib entry (plain arithmetic)."""
-    name = prim if isinstance(prim, str) else type(prim).__name__
-    if name == "Log" and not isinstance(prim, str):
-        name = {"e": "Log", "2": "Log2", "10": "Log10"}[prim.base]
-    entry = REGISTRY.get(name)
-    if entry is None:
-        return None
-    dt = str(getattr(dtype, "name", dtype))
-    return entry["float64"] if dt == "float64" else entry["float32"]

@@ -428,7 +428,6 @@ def prepare(names) -> None:
             continue
         disp = MATH[name]
         ty = types.float64 if name.endswith("_f64") else types.float32
-        nargs = 2 if name.startswith(("arctan2_", "power_")) else 1
-        disp.compile((ty,) * nargs)
+        disp.compile((ty,) * disp.py_func.__code__.co_argcount)
         _force_inline(disp)
         _PREPARED.add(name)
