@@ -70,6 +70,17 @@ def test_compiled_huge_result_fails_when_evaluated():
         mx.eval(f(_view()))
 
 
+def test_out_of_memory_below_the_limit_names_the_op(monkeypatch):
+    def exhausted(self, *inputs):
+        raise MemoryError("Unable to allocate 12.0 B")  # as NumPy says when memory runs out
+
+    y = mx.exp(mx.ones((3,)))
+    monkeypatch.setattr(type(y._prim), "eval_cpu", exhausted)
+    with pytest.raises(MemoryError, match=r"^\[exp\] Out of memory computing an array of "
+                                          r"shape \(3,\) and dtype float32 \(Unable"):
+        mx.eval(y)
+
+
 def test_huge_views_are_fine():
     v = _view()
     mx.eval(v)

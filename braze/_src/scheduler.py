@@ -220,16 +220,17 @@ def _donate(fn, a, ins, k) -> bool:
     return True
 
 
-def _allocation_error(a):
-    """A node ran out of memory: if an output of it can never fit, the error that names its
-    op (an elementwise primitive's public name), shape and bytes (NumPy's MemoryError names
-    neither the op nor the shape)."""
+def _memory_error(a, e):
+    """Node `a` ran out of memory. NumPy's MemoryError names neither the op nor the array:
+    the ValueError of an output that can never fit, else a MemoryError naming both (the op
+    is an elementwise primitive's public name, else the primitive's)."""
     op = getattr(a._prim, "kernel_op", None) or a._prim.name
     for s in a._siblings or (a,):
         err = memory.allocation_error(op, s._shape, s._dtype)
         if err is not None:
             return err
-    return None
+    return MemoryError(f"[{op}] Out of memory computing an array of shape {a._shape} and "
+                       f"dtype {a._dtype.name} ({e}).")
 
 
 def _drop_inputs(a):
@@ -290,11 +291,8 @@ def eval_arrays(arrays) -> None:
             a._prim = None
             a._inputs = ()
             out = x = None  # no lingering references: donation counts them (`_donate`)
-    except MemoryError:
-        err = _allocation_error(a)
-        if err is None:
-            raise
-        raise err from None
+    except MemoryError as e:
+        raise _memory_error(a, e) from None
     finally:
         if pool:
             pool["set"](prev)
