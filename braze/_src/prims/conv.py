@@ -229,9 +229,11 @@ def _patch_grad(win, cot, groups):
         cr = cot.reshape(cot.shape[:-1] + (groups, b))
         return np.einsum(f"n{sp}{ks}ga,n{sp}gb->gb{ks}a", wr, cr)
     cols = _im2col(win, groups)
-    M = math.prod(cot.shape[:-1])
-    cm = cot.reshape((M, groups, b)).transpose(1, 2, 0)  # (G, b, M)
-    return _group_matmul(cm, cols).reshape((groups, b) + K + (a,))
+    cm = cot.reshape((math.prod(cot.shape[:-1]), groups, b)).transpose(1, 0, 2)  # (G, M, b)
+    # patches^T @ cot, then the small result transposed: OpenBLAS's threads handle the other
+    # orientation (few output rows, long contraction) badly, up to 15x slower on a busy machine
+    r = _group_matmul(cols.transpose(0, 2, 1), cm)  # (G, prod(K) * a, b)
+    return np.swapaxes(r, 1, 2).reshape((groups, b) + K + (a,))
 
 
 def _pad_or_crop(x, lo, hi):
