@@ -38,6 +38,7 @@ _BAD_CALLS = [
     lambda f: f(_v(), stream="bad"),
     lambda f: f(mx.zeros((2,), mx.complex64)),
     lambda f: f(mx.zeros((2,), mx.bool_)),
+    lambda f: f(mx.zeros((2, 3)), axis=(0, 0)),
 ]
 
 

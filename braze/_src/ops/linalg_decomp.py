@@ -483,8 +483,9 @@ def _norm_axes(axis, ndim, op):
     if not isinstance(axis, (list, tuple)):
         raise TypeError(f"[{op}] axis must be None, an int or a list of ints, got "
                         f"{type(axis).__name__}.")
-    for x in axis:
-        normalize_axis(x, ndim, op)
+    axes = [normalize_axis(x, ndim, op) for x in axis]
+    if len(set(axes)) != len(axes):  # checked here: the reduction would name itself
+        raise ValueError(f"[{op}] Received duplicate axes {tuple(axis)}.")
     return [int(x) for x in axis]
 
 
