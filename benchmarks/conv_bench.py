@@ -10,6 +10,7 @@ shape in turn, so load that drifts during the run touches all of them alike.
     python benchmarks/conv_bench.py --old /tmp/conv_old           # also an older checkout
     python benchmarks/conv_bench.py --new /tmp/conv_new --old /tmp/conv_old   # two snapshots
     python benchmarks/conv_bench.py --only resnet3x3,conv1d --repeat 5 --json out.jsonl
+    python benchmarks/conv_bench.py --threads 1      # BLAS on one thread in every library
 """
 from __future__ import annotations
 
@@ -75,8 +76,11 @@ def worker(lib, names, repeat):
                               fwd_bwd=_best_time(fwd_bwd, repeat))), flush=True)
 
 
-def _run(label, lib, path, names, repeat):
+def _run(label, lib, path, names, repeat, threads):
     env = dict(os.environ)
+    if threads:
+        env.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+                   MKL_NUM_THREADS=str(threads))
     if path:
         env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, __file__, "--worker", lib, "--only", ",".join(names),
@@ -116,6 +120,7 @@ def main():
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", help="append one record per library and shape to this file")
     p.add_argument("--no-mlx", action="store_true")
+    p.add_argument("--threads", type=int, help="BLAS/OpenMP threads of every library")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args()
     names = a.only.split(",")
@@ -127,7 +132,7 @@ def main():
     results = {label: {} for label, _, _ in runs}
     for name in names:
         for label, lib, path in runs:
-            results[label].update(_run(label, lib, path, [name], a.repeat))
+            results[label].update(_run(label, lib, path, [name], a.repeat, a.threads))
     results = {k: v for k, v in results.items() if v}
     _table(results, names)
     if a.json:
