@@ -194,12 +194,8 @@ class KernelIR:
         Broadcast targets are left out (a kernel realises broadcasting with strides), so one
         kernel serves every shape; constants are written as their exact bytes.
         """
-        lines = []
-        for i, inp in enumerate(self.inputs):
-            if inp.const:
-                lines.append(f"in{i}:{inp.dtype.name}=0x{inp.value.hex()}")
-            else:
-                lines.append(f"in{i}:{inp.dtype.name}")
+        lines = [f"in{i}:{inp.dtype.name}" + (f"=0x{inp.value.hex()}" if inp.const else "")
+                 for i, inp in enumerate(self.inputs)]
         for i, op in enumerate(self.ops):
             fold = f"/{op.fold[0]}:{op.fold[1]},{op.fold[2]}" if op.fold else ""
             lines.append(f"t{i}:{op.dtype.name}{'/row' if op.row else ''}{fold}="
@@ -225,11 +221,9 @@ class KernelIR:
 
     def __str__(self) -> str:
         lines = [f"{self.name} (key {self.key})"]
-        for i, inp in enumerate(self.inputs):
-            if inp.const:
-                lines.append(f"  c{i}: {inp.dtype.name} = {inp.literal()}")
-            else:
-                lines.append(f"  in{i}: {inp.dtype.name}")
+        lines += [f"  {self.ref_name(i)}: {inp.dtype.name}"
+                  + (f" = {inp.literal()}" if inp.const else "")
+                  for i, inp in enumerate(self.inputs)]
         for i, op in enumerate(self.ops):
             args = ", ".join(self.ref_name(r) for r in op.args)
             row = " (per row)" if op.row else ""

@@ -283,230 +283,280 @@ def _acc_type(op, arg_dt) -> str:
 
 def render_row_kernel(ir, variant: RowVariant, fn_name: str = "kernel") -> str:
     """The source of a row-kernel module for `ir` and `variant` (see the module doc)."""
-    b_ = Body(ir)
-    ctx = b_.ctx
-    n = ir.n_inputs
-    run = [k for k in range(n) if not ir.inputs[k].const]
-    if len(variant.letters) != len(run):
-        raise ValueError("variant letters do not match the region's inputs")
-    letters = {k: c for k, c in zip(run, variant.letters)}
-    full_letters = [letters.get(k, "S") for k in range(n)]
-    plan = _Plan(ir, full_letters, online=not (variant.stash or variant.partial))
-    names = b_.names
-    vec = [k for k in run if letters[k] != "S"]
-    slot = {k: i for i, k in enumerate(vec)}
-    donors = {k for _, k in variant.alias}
+    return _Rows(ir, variant).module(fn_name)
 
-    pre, row_head = [], []
-    params = ["start", "stop", "C", "rshape", "rstrides", "cstrides", "offsets"]
-    for k in range(n):
-        inp = ir.inputs[k]
-        dt = inp.dtype
-        if dt.kind == "c":
-            raise Unsupported("complex input")
-        if inp.const:
-            pre.append(b_.const_line(k))
-            continue
-        params.append(f"in{k}")
-        c = letters[k]
-        if c == "S":
-            names[k] = f"s{k}"
-            pre.append(f"s{k} = {b_.load(k, f'in{k}[0]')}  # in{k}: {dt.name} scalar")
-        elif c == "R":
-            names[k] = f"w{k}"
-            row_head.append(f"w{k} = {b_.load(k, f'in{k}[p{k}]')}  # in{k}: {dt.name} per row")
-        else:
-            names[k] = f"v{k}"
 
-    def load(k) -> str:
+class _Rows:
+    """The row loop strategy: `for r in range(start, stop)`, then one chunked pass over the
+    row's columns per reduction level (`_Plan`), the per-row values between passes."""
+
+    def __init__(self, ir, variant: RowVariant):
+        self.ir, self.variant = ir, variant
+        self.b = Body(ir)
+        n = self.n = ir.n_inputs
+        self.run = [k for k in range(n) if not ir.inputs[k].const]
+        if len(variant.letters) != len(self.run):
+            raise ValueError("variant letters do not match the region's inputs")
+        self.letters = dict(zip(self.run, variant.letters))
+        self.plan = _Plan(ir, [self.letters.get(k, "S") for k in range(n)],
+                          online=not (variant.stash or variant.partial))
+        self.vec = [k for k in self.run if self.letters[k] != "S"]
+        self.slot = {k: i for i, k in enumerate(self.vec)}
+        self.donors = {k for _, k in variant.alias}
+        self.pre, self.row_head = [], []  # before the row loop; at the top of each row
+        self.acc = {}  # reduction ref -> the compute type of its scratch buffer
+        self.stash = {}
+
+    def module(self, fn_name: str) -> str:
+        ir, v, b = self.ir, self.variant, self.b
+        self._inputs()
+        row_ops = self._row_ops()
+        body = self._row_offsets() + self.row_head
+        body += _lines(*map(self._expr_line, row_ops.get(0, [])))
+        if self.plan.full_outs:
+            body.append("rc = r * C")
+        self._scratch()
+        for p in range(self.plan.n_pass):
+            body += self._pass(p)
+            if v.partial:
+                break
+            body += _lines(*map(self._expr_line, row_ops.get(p + 1, [])))
+        out_lines, out_params, out_types = self._outputs()
+        params = ["start", "stop", "C", "rshape", "rstrides", "cstrides", "offsets"]
+        params += [f"in{k}" for k in self.run] + out_params
+        lines = [f"def {fn_name}({', '.join(params)}):"]
+        lines += ["    " + s for s in self._prologue() + self.pre]
+        lines.append("    for r in range(start, stop):")
+        lines += ["        " + s for s in body + out_lines]
+        imports = ["from braze._src.backends.cpu.lib.rows import "
+                   "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin, lsqdev"]
+        sig = ["types.int64"] * 3 + ["_I64_1", "_I64_2", "_I64_1", "_I64_1"]
+        sig = b.signature(sig, self.run, out_types, written(self.run, v.alias))
+        return b.module(f"braze row kernel {ir.name}{v.suffix}", sig, lines, imports)
+
+    # -- values -------------------------------------------------------------------------------
+    def _inputs(self):
+        """Constants and scalar inputs before the loop, per-row inputs at each row's top."""
+        ir, b = self.ir, self.b
+        for k in range(self.n):
+            dt = ir.inputs[k].dtype
+            if dt.kind == "c":
+                raise Unsupported("complex input")
+            if ir.inputs[k].const:
+                self.pre.append(b.const_line(k))
+                continue
+            c = self.letters[k]
+            if c == "S":
+                b.names[k] = f"s{k}"
+                self.pre.append(f"s{k} = {b.load(k, f'in{k}[0]')}  # in{k}: {dt.name} scalar")
+            elif c == "R":
+                b.names[k] = f"w{k}"
+                self.row_head.append(f"w{k} = {b.load(k, f'in{k}[p{k}]')}  # in{k}: "
+                                     f"{dt.name} per row")
+            else:
+                b.names[k] = f"v{k}"
+
+    def _load(self, k) -> str:
         # unsigned indices: no negative-index wrap-around code (it slowed compiles by a
         # quarter and must not reach the vectorizer)
-        src = (f"in{k}[np.uint64(q{k} + j)]" if letters[k] == "V"
+        src = (f"in{k}[np.uint64(q{k} + j)]" if self.letters[k] == "V"
                else f"in{k}[np.uint64(p{k} + (j0 + j) * cs{k})]")
-        return f"v{k} = {b_.load(k, src)}  # in{k}: {ir.inputs[k].dtype.name}"
+        return f"v{k} = {self.b.load(k, src)}  # in{k}: {self.ir.inputs[k].dtype.name}"
 
-    def expr_line(i) -> str:
-        op = ir.ops[i]
-        if n + i in plan.chan:  # sum((v - mu)^2) = M2 + C * (mean - mu)^2
-            mu = names[plan.chan[n + i]]
-            return (f"t{i} = {COMPUTE[op.dtype.name]}(a{i} + C * (mu{i} - np.float64({mu})) ** 2)"
-                    f"  # {describe(ir, i)}")
-        return b_.op_line(i)
+    def _expr_line(self, i) -> str:
+        ir, chan = self.ir, self.plan.chan
+        if self.n + i in chan:  # sum((v - mu)^2) = M2 + C * (mean - mu)^2
+            mu = self.b.names[chan[self.n + i]]
+            return (f"t{i} = {COMPUTE[ir.ops[i].dtype.name]}(a{i} + C * (mu{i} - "
+                    f"np.float64({mu})) ** 2)  # {describe(ir, i)}")
+        return self.b.op_line(i)
 
-    # per-row and invariant ops, by level
-    row_ops = {}
-    for i, op in enumerate(ir.ops):
-        r = n + i
-        names[r] = f"t{i}"
-        if r in plan.chan:
-            row_ops.setdefault(plan.level[r], []).append(i)
-            continue
-        if _is_red(op) or not plan.rowlike[r]:
-            continue
-        if plan.invariant[r]:
-            pre += _lines(expr_line(i))
-        else:
-            row_ops.setdefault(plan.level[r], []).append(i)
+    def _row_ops(self) -> dict:
+        """Per-row ops by level (the pass after which they can run); the invariant ones go
+        before the loop."""
+        plan, row_ops = self.plan, {}
+        for i, op in enumerate(self.ir.ops):
+            r = self.n + i
+            self.b.names[r] = f"t{i}"
+            if r in plan.chan:
+                row_ops.setdefault(plan.level[r], []).append(i)
+            elif _is_red(op) or not plan.rowlike[r]:
+                continue
+            elif plan.invariant[r]:
+                self.pre += _lines(self._expr_line(i))
+            else:
+                row_ops.setdefault(plan.level[r], []).append(i)
+        return row_ops
 
-    body = []  # inside `for r in range(start, stop):`
-    if vec and not variant.multi_dim_rows:  # the row's offset in each input
-        for k in vec:
-            body.append(f"p{k} = o{k} + r * rs{k}")
-    elif vec:
-        body.append("q = r")
-        for k in vec:
-            body.append(f"p{k} = o{k}")
-        body.append("for d in range(nr - 1, -1, -1):")
-        body.append("    nd = rshape[d]")
-        body.append("    ix = q % nd")
-        body.append("    q //= nd")
-        for k in vec:
-            body.append(f"    p{k} += ix * rstrides[{slot[k]}, d]")
-    body += row_head
-    body += _lines(*map(expr_line, row_ops.get(0, [])))
-    if plan.full_outs:
-        body.append("rc = r * C")
+    # -- layout -------------------------------------------------------------------------------
+    def _prologue(self) -> list:
+        """Donated outputs, and each input's first element and row stride."""
+        v = self.variant
+        lines = alias_lines(v.alias) + (["nr = rshape.shape[0]"] if v.multi_dim_rows else [])
+        for k in self.vec:
+            lines.append(f"o{k} = offsets[{self.slot[k]}]  # in{k}: first element")
+            if not v.multi_dim_rows:
+                lines.append(f"rs{k} = rstrides[{self.slot[k]}, 0]  # in{k}: row stride")
+        return lines
 
-    red_info = {}
-    for r in plan.reds:
-        i = r - n
-        op = ir.ops[i]
-        acc = _acc_type(op, ir.dtype_of(op.args[0]))
-        red_info[r] = acc
-        pre.append(f"b{i} = np.empty({CHUNK}, {acc})  # scratch: operand of t{i}")
+    def _row_offsets(self) -> list:
+        """The row's offset in each input (the row index unravelled when the rows span
+        several dimensions)."""
+        if not self.vec:
+            return []
+        if not self.variant.multi_dim_rows:
+            return [f"p{k} = o{k} + r * rs{k}" for k in self.vec]
+        lines = ["q = r"] + [f"p{k} = o{k}" for k in self.vec]
+        lines += ["for d in range(nr - 1, -1, -1):", "    nd = rshape[d]", "    ix = q % nd",
+                  "    q //= nd"]
+        return lines + [f"    p{k} += ix * rstrides[{self.slot[k]}, d]" for k in self.vec]
 
-    stash = plan.stash_plan() if variant.stash else {}
-    for r in stash:
-        pre.append(f"z{r - n} = np.empty(C, {COMPUTE[ir.dtype_of(r).name]})  # stash of t{r - n}")
-    for p in range(plan.n_pass):
+    def _scratch(self):
+        """One chunk buffer per reduction operand, one row buffer per stashed value."""
+        ir, n = self.ir, self.n
+        for r in self.plan.reds:
+            op = ir.ops[r - n]
+            self.acc[r] = acc = _acc_type(op, ir.dtype_of(op.args[0]))
+            self.pre.append(f"b{r - n} = np.empty({CHUNK}, {acc})  # scratch: operand of "
+                            f"t{r - n}")
+        self.stash = self.plan.stash_plan() if self.variant.stash else {}
+        for r in self.stash:
+            self.pre.append(f"z{r - n} = np.empty(C, {COMPUTE[ir.dtype_of(r).name]})  # "
+                            f"stash of t{r - n}")
+
+    # -- one pass over the row ----------------------------------------------------------------
+    def _pass(self, p) -> list:
+        """Pass p: accumulate its reductions chunk by chunk and write its full outputs."""
+        ir, plan, n = self.ir, self.plan, self.n
         reds, outs = plan.targets(p)
         if not reds and not outs:
-            body += _lines(*map(expr_line, row_ops.get(p + 1, [])))
-            continue
-        body.append(f"# pass {p}: " + ", ".join(
-            [f"reduce {ir.ref_name(r)}" for r in reds] + [f"write out{j}" for j, _ in outs]))
+            return []
+        lines = [f"# pass {p}: " + ", ".join(
+            [f"reduce {ir.ref_name(r)}" for r in reds] + [f"write out{j}" for j, _ in outs])]
         for r in reds:
-            init, _ = _identity(ir.ops[r - n], red_info[r])
-            body.append(f"a{r - n} = {init}")
-            if _is_arg_red(ir.ops[r - n]):
-                body.append(f"av{r - n} = {red_info[r]}(0)")
-            if r in plan.chan:
-                body.append(f"n{r - n} = np.float64(0.0)")
-                body.append(f"mu{r - n} = np.float64(0.0)")
-        avail = {r for r, q in stash.items() if q < p}
+            lines += self._accumulators(r)
+        avail = {r for r, q in self.stash.items() if q < p}
         ops_needed, reads = plan.needed(plan.operands(p), avail)
-        writes = [r for r in ops_needed if stash.get(r) == p]
-        used = set()
-        for r in ops_needed:
-            used.update(a for a in _value_args(ir.ops[r - n]) if a < n)
+        writes = [r for r in ops_needed if self.stash.get(r) == p]
+        used = {a for r in ops_needed for a in _value_args(ir.ops[r - n]) if a < n}
         used.update(r for r in plan.operands(p) if r < n)
-        used = [k for k in vec if k in used and letters[k] in "VG"]
-        # reductions of a contiguous input, or of a value stashed in this pass, of the
-        # accumulator's type read that memory directly instead of a scratch copy
-        direct = {}
+        used = [k for k in self.vec if k in used and self.letters[k] in "VG"]
+        direct = self._direct(reds, writes)
+        lines.append(f"for j0 in range(0, C, {CHUNK}):")
+        inner = self._chunk_setup(used, direct, outs)
+        loop = self._elements(used, reads, ops_needed, writes, reds, direct, outs)
+        if any(not s.startswith("v") for s in loop):  # else: only loads, nothing to compute
+            inner += ["for j in range(m):"] + ["    " + s for s in loop]
+        inner += self._folds(reds, direct)
+        lines += ["    " + s for s in inner]
+        if not self.variant.partial:
+            lines += self._finishes(reds)
+        return lines
+
+    def _accumulators(self, r) -> list:
+        op, i = self.ir.ops[r - self.n], r - self.n
+        lines = [f"a{i} = {_identity(op, self.acc[r])[0]}"]
+        if _is_arg_red(op):
+            lines.append(f"av{i} = {self.acc[r]}(0)")
+        if r in self.plan.chan:
+            lines += [f"n{i} = np.float64(0.0)", f"mu{i} = np.float64(0.0)"]
+        return lines
+
+    def _direct(self, reds, writes) -> dict:
+        """Reductions of a contiguous input, or of a value stashed in this pass, of the
+        accumulator's type: they read that memory directly instead of a scratch copy."""
+        ir, plan, n, direct = self.ir, self.plan, self.n, {}
         for r in reds:
-            op = ir.ops[r - n]
-            a = plan.operand[r]
+            op, a = ir.ops[r - n], plan.operand[r]
             dt = ir.dtype_of(a)
-            if (r in plan.online or COMPUTE[dt.name] != red_info[r]
+            if (r in plan.online or COMPUTE[dt.name] != self.acc[r]
                     or _acc_dtype(op, dt) != dt or dt.name in HALF):
                 continue
-            if (a < n and letters.get(a) == "V" and not _converted_on_load(ir, a)
-                    and a not in donors):  # a donor's chunk is overwritten before the fold
+            if (a < n and self.letters.get(a) == "V" and not _converted_on_load(ir, a)
+                    and a not in self.donors):  # a donor's chunk is overwritten before the fold
                 direct[r] = f"x{a}"
             elif a in writes:
                 direct[r] = f"z{a - n}[j0:j0 + m]"
-        body.append(f"for j0 in range(0, C, {CHUNK}):")
-        inner = ["m = min(%d, C - j0)" % CHUNK]
+        return direct
+
+    def _chunk_setup(self, used, direct, outs) -> list:
+        lines = ["m = min(%d, C - j0)" % CHUNK]
         for k in used:
-            if letters[k] == "V":
-                inner.append(f"q{k} = p{k} + j0")
-            else:
-                inner.append(f"cs{k} = cstrides[{slot[k]}]")
+            lines.append(f"q{k} = p{k} + j0" if self.letters[k] == "V"
+                         else f"cs{k} = cstrides[{self.slot[k]}]")
         for k in sorted({int(v[1:]) for v in direct.values() if v.startswith("x")}):
-            inner.append(f"x{k} = in{k}[p{k} + j0:p{k} + j0 + m]")
-        if outs:
-            inner.append("w = rc + j0")
-        inner.append("for j in range(m):")
-        loop = [load(k) for k in used]
+            lines.append(f"x{k} = in{k}[p{k} + j0:p{k} + j0 + m]")
+        return lines + (["w = rc + j0"] if outs else [])
+
+    def _elements(self, used, reads, ops_needed, writes, reds, direct, outs) -> list:
+        """The body of `for j in range(m)`: loads, stash reads, ops, stash writes, reduction
+        operands, full outputs."""
+        ir, b, n = self.ir, self.b, self.n
+        loop = [self._load(k) for k in used]
         loop += [f"t{r - n} = z{r - n}[np.uint64(j0 + j)]  # t{r - n}: stashed in an "
                  "earlier pass" for r in reads]
         for r in ops_needed:
-            loop += _lines(expr_line(r - n))
+            loop += _lines(self._expr_line(r - n))
             if r in writes:
                 loop.append(f"z{r - n}[np.uint64(j0 + j)] = t{r - n}  # stash t{r - n} for a "
                             "later pass")
         for r in reds:
-            op = ir.ops[r - n]
-            a = plan.operand[r]
-            if r in plan.online or r in direct:  # online: reads its max's buffer
+            op, a = ir.ops[r - n], self.plan.operand[r]
+            if r in self.plan.online or r in direct:  # online: reads its max's buffer
                 continue
-            val = cast(ctx, names[a], ir.dtype_of(a), _acc_dtype(op, ir.dtype_of(a)))
+            val = cast(b.ctx, b.names[a], ir.dtype_of(a), _acc_dtype(op, ir.dtype_of(a)))
             loop.append(f"b{r - n}[np.uint64(j)] = {val}  # operand of t{r - n}")
         for j, r in outs:
-            loop.append(f"out{j}[np.uint64(w + j)] = {b_.stored(r, names[r])}"
+            loop.append(f"out{j}[np.uint64(w + j)] = {b.stored(r, b.names[r])}"
                         f"  # out{j} <- {ir.ref_name(r)}")
-        if any(not s.startswith("v") for s in loop):  # else: only loads, nothing to compute
-            inner += ["    " + s for s in loop]
-        else:
-            inner.pop()  # the `for j` line
-        paired = {plan.online[r]: r for r in reds if r in plan.online}
+        return loop
+
+    def _folds(self, reds, direct) -> list:
+        """Each reduction's chunk folded into its accumulator."""
+        ir, plan, n, ctx = self.ir, self.plan, self.n, self.b.ctx
+        paired = {plan.online[r] for r in reds if r in plan.online}
+        lines = []
         for r in reds:
             i = r - n
             if r in paired:  # a max folded by its online sum
                 continue
             if r in plan.online:
                 a = plan.online[r]
-                inner += _fold_online(ctx, ir, i, a - n, direct.get(a) or f"b{a - n}")
+                lines += _fold_online(ctx, ir, i, a - n, direct.get(a) or f"b{a - n}")
             elif r in plan.chan:
-                inner += _fold_chan(i, direct.get(r))
+                lines += _fold_chan(i, direct.get(r))
             else:
-                inner += _fold(ctx, ir.ops[i], i, red_info[r], direct.get(r))
-        body += ["    " + s for s in inner]
+                lines += _fold(ctx, ir.ops[i], i, self.acc[r], direct.get(r))
+        return lines
+
+    def _finishes(self, reds) -> list:
+        ir, plan, n, lines = self.ir, self.plan, self.n, []
         for r in reds:
-            if variant.partial:
-                break
             if r in plan.online:
-                body.append(f"t{r - n} = {COMPUTE[ir.dtype_of(r).name]}(a{r - n} if "
-                            f"a{plan.online[r] - n} > -np.inf else np.nan)"
-                            f"  # {describe(ir, r - n)}")
+                lines.append(f"t{r - n} = {COMPUTE[ir.dtype_of(r).name]}(a{r - n} if "
+                             f"a{plan.online[r] - n} > -np.inf else np.nan)"
+                             f"  # {describe(ir, r - n)}")
             elif r not in plan.chan:
-                body.append(_finish(ctx, ir, r - n, red_info[r]))
-        if variant.partial:
-            break
-        body += _lines(*map(expr_line, row_ops.get(p + 1, [])))
-    sig_out = []
-    if variant.partial:  # the accumulators of this column segment, combined by the caller
-        for j, (r, _, storage) in enumerate(split_plan(ir)):
-            body.append(f"out{j}[r] = a{r - n}  # partial accumulator of t{r - n}")
-            params.append(f"out{j}")
-            sig_out.append(storage)
-    else:
+                lines.append(_finish(self.b.ctx, ir, r - n, self.acc[r]))
+        return lines
+
+    def _outputs(self):
+        """(the per-row stores at the end of each row, output parameters, their types)."""
+        ir, b, n = self.ir, self.b, self.n
+        lines, params, types = [], [], []
+        if self.variant.partial:  # the accumulators of this column segment, combined later
+            for j, (r, _, storage) in enumerate(split_plan(ir)):
+                lines.append(f"out{j}[r] = a{r - n}  # partial accumulator of t{r - n}")
+                params.append(f"out{j}")
+                types.append(storage)
+            return lines, params, types
         for j, r in enumerate(ir.outputs):
             if ir.is_row(r):
-                body.append(f"out{j}[r] = {b_.stored(r, names[r])}  # out{j} <- "
-                            f"{ir.ref_name(r)}")
+                lines.append(f"out{j}[r] = {b.stored(r, b.names[r])}  # out{j} <- "
+                             f"{ir.ref_name(r)}")
             params.append(f"out{j}")
-            sig_out.append(STORAGE[ir.dtype_of(r).name])
-
-    ind = "    "
-    lines = [f"def {fn_name}({', '.join(params)}):"]
-    lines += [ind + a for a in alias_lines(variant.alias)]
-    if variant.multi_dim_rows:
-        lines.append(ind + "nr = rshape.shape[0]")
-    for k in vec:
-        lines.append(ind + f"o{k} = offsets[{slot[k]}]  # in{k}: first element")
-        if not variant.multi_dim_rows:
-            lines.append(ind + f"rs{k} = rstrides[{slot[k]}, 0]  # in{k}: row stride")
-    lines += [ind + s for s in pre]
-    lines.append(ind + "for r in range(start, stop):")
-    lines += [ind * 2 + s for s in body]
-
-    imports = ["from braze._src.backends.cpu.lib.rows import "
-               "lsum, lprod, lmax, lmin, lall, lany, largmax, largmin, lsqdev"]
-    sig = ["types.int64"] * 3 + ["_I64_1", "_I64_2", "_I64_1", "_I64_1"]
-    sig = b_.signature(sig, run, sig_out, written(run, variant.alias))
-    return b_.module(f"braze row kernel {ir.name}{variant.suffix}", sig, lines, imports)
+            types.append(STORAGE[ir.dtype_of(r).name])
+        return lines, params, types
 
 
 def _lines(*lines) -> list:
@@ -536,18 +586,14 @@ def _fold(ctx, op, i, acc, buf=None) -> list:
     _, ident = _identity(op, acc)
     f = _kind_of(acc) == "f"
     b = f"{buf or f'b{i}'}, m"
-    if rt == "sum":
-        if f:
-            return [f"a{i} += np.float64(lsum({b}, {ident}))"]
+    if rt in ("sum", "prod"):
+        fn, sym, wrap = ("lsum", "+", "wadd") if rt == "sum" else ("lprod", "*", "wmul")
+        chunk = f"{fn}({b}, {ident})"
+        if f:  # float sums and products accumulate in float64
+            return [f"a{i} {sym}= np.float64({chunk})"]
         if acc in ("np.int64", "np.uint64"):
-            return [f"a{i} = {ctx.call('wadd')}(a{i}, {acc}(lsum({b}, {ident})))"]
-        return [f"a{i} = {acc}(a{i} + lsum({b}, {ident}))"]
-    if rt == "prod":
-        if f:
-            return [f"a{i} *= np.float64(lprod({b}, {ident}))"]
-        if acc in ("np.int64", "np.uint64"):
-            return [f"a{i} = {ctx.call('wmul')}(a{i}, {acc}(lprod({b}, {ident})))"]
-        return [f"a{i} = {acc}(a{i} * lprod({b}, {ident}))"]
+            return [f"a{i} = {ctx.call(wrap)}(a{i}, {acc}({chunk}))"]
+        return [f"a{i} = {acc}(a{i} {sym} {chunk})"]
     if rt in ("max", "min"):
         if acc == "np.bool_":
             return [f"a{i} = a{i} {'or' if rt == 'max' else 'and'} "

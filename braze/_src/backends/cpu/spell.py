@@ -250,20 +250,20 @@ def _divide(o):
     return f"({o.a} / {o.b})"
 
 
-def _floor_divide(o):
-    if o.k == "f":
-        return f"np.floor({o.a} / {o.b})"
-    if o.k == "b":
-        return f"({o.a} & {o.b})"
-    return f"{o.T}({o.ctx.call('floordiv_' + o.k)}({o.a}, {o.b}))"
+def _by_kind(on_float, on_bool, int_lib: str):
+    """A binary op spelled per argument kind: floats and bools by their functions, signed and
+    unsigned integers by the scalar library's `{int_lib}i` / `{int_lib}u` (Python's rules)."""
+    def spell(o):
+        if o.k in "fb":
+            return (on_float if o.k == "f" else on_bool)(o)
+        return f"{o.T}({o.ctx.call(int_lib + o.k)}({o.a}, {o.b}))"
+    return spell
 
 
-def _remainder(o):
-    if o.k == "f":
-        return f"{o.ctx.call('rem_f')}({o.a}, {o.b})"
-    if o.k == "b":
-        return "np.bool_(False)"
-    return f"{o.T}({o.ctx.call('rem_' + o.k)}({o.a}, {o.b}))"
+_floor_divide = _by_kind(lambda o: f"np.floor({o.a} / {o.b})", lambda o: f"({o.a} & {o.b})",
+                         "floordiv_")
+_remainder = _by_kind(lambda o: f"{o.ctx.call('rem_f')}({o.a}, {o.b})",
+                      lambda o: "np.bool_(False)", "rem_")
 
 
 def _power(o):
