@@ -201,14 +201,6 @@ KNOWN = [
         ('table', 'int32 int64 int8 uint8',
          'inner[int] tensordot[int]'),
     ]),
-    ('MLX limitation: tensordot(axes=(2, 0)) (a pair of ints) is not accepted; braze takes'
-     ' it as NumPy does',
-     [
-        ('empty', 'bfloat16 float16 float32',
-         'tensordot[pairs_int]'),
-        ('table', 'bfloat16 float16 float32',
-         'tensordot[pairs_int]'),
-    ]),
     ('MLX limitation: quantize cannot reshape an empty array; braze quantizes zero rows',
      [
         ('empty', 'bfloat16 float16 float32',
