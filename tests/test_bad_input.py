@@ -143,9 +143,12 @@ def test_inputs_are_not_modified_by_failed_ops():
 
 
 # -- issue 16, fault 6 ------------------------------------------------------------------------
-@pytest.mark.parametrize("call", [lambda x: mx.astype(x, None), lambda x: x.astype(None)])
-def test_astype_none_is_a_type_error(call):
-    with pytest.raises(TypeError, match=r"^\[astype\].*None"):  # MLX: a TypeError too
+@pytest.mark.parametrize("op,call", [("astype", lambda x: mx.astype(x, None)),
+                                     ("astype", lambda x: x.astype(None)),
+                                     ("view", lambda x: mx.view(x, None)),
+                                     ("view", lambda x: x.view(None))])
+def test_dtype_none_is_a_type_error(op, call):
+    with pytest.raises(TypeError, match=rf"^\[{op}\].*None"):  # MLX: a TypeError too
         call(mx.ones((2,)))
 
 

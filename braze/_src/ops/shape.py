@@ -750,6 +750,8 @@ def _reflect_parts(x, ax, lo, hi, symmetric):
 
 def view(a, dtype, stream=None):
     a = _arr(a, "view")
+    if dtype is None:  # NumPy reads None as float64; MLX refuses it
+        raise TypeError("[view] Expected a dtype, got None.")
     dt = D.to_dtype(dtype, "view")
     if dt is a._dtype:
         return a
