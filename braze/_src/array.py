@@ -50,6 +50,9 @@ class TraceState:
     #: id(tracer) -> the object holding its value before the first in-place overwrite, so a
     #: transform can still differentiate with respect to the value it passed in
     overwritten: dict = {}
+    #: called with each tracer updated in place while set (compile names the user's line of
+    #: an update to captured state that would be lost)
+    overwrite_hook = None
 
 
 class array:
@@ -105,24 +108,6 @@ class array:
         """Wrap an existing NumPy buffer without copying (caller guarantees the dtype is ours)."""
         a = object.__new__(array)
         a._init_buffer(data)
-        return a
-
-    @staticmethod
-    def _node(shape, dtype, prim, inputs) -> "array":
-        """A new unevaluated array computed by `prim` from `inputs`."""
-        a = object.__new__(array)
-        a._shape = shape
-        a._dtype = dtype
-        a._data = None
-        a._prim = prim
-        a._inputs = inputs
-        a._siblings = None
-        a._idx = 0
-        a._mem = 0
-        a._tracer = False
-        a._nc = 0
-        for x in inputs:
-            x._nc += 1
         return a
 
     def __del__(self):
@@ -288,6 +273,42 @@ class array:
             if k != "__weakref__":
                 object.__setattr__(self, k, getattr(src, k))
         src._mem = 0
+
+
+_new = object.__new__
+
+
+def node(shape, dtype, prim, inputs, tracer=False) -> array:
+    """A new unevaluated array computed by `prim` from the tuple `inputs`: the one constructor
+    of graph nodes, written flat since it runs once per op of every program."""
+    out = _new(array)
+    out._shape = shape
+    out._dtype = dtype
+    out._data = None
+    out._prim = prim
+    out._inputs = inputs
+    out._siblings = None
+    out._idx = 0
+    out._mem = 0
+    out._tracer = tracer
+    out._nc = 0
+    for x in inputs:
+        x._nc += 1
+    return out
+
+
+def node_group(avals, prim, inputs, tracer=False) -> tuple:
+    """The outputs of a multi-output node, one per (shape, dtype) of `avals`, sharing one
+    `_siblings` tuple in output order."""
+    outs = tuple([node(s, d, prim, inputs, tracer) for s, d in avals])
+    for i, o in enumerate(outs):
+        o._siblings = outs
+        o._idx = i
+    return outs
+
+
+#: `node` for code that holds only the class
+array._node = staticmethod(node)
 
 
 class _Exported:
@@ -750,21 +771,15 @@ def detached_copy(a: array) -> array:
 
     It takes over the byte count and `a`'s place in a sibling group; `a` stays valid.
     """
-    b = object.__new__(array)
-    b._shape, b._dtype, b._data = a._shape, a._dtype, a._data
-    b._prim, b._inputs, b._idx, b._mem = a._prim, a._inputs, a._idx, a._mem
-    b._tracer = a._tracer
-    b._nc = 0
+    b = node(a._shape, a._dtype, a._prim, a._inputs, a._tracer)
+    b._data, b._idx, b._mem = a._data, a._idx, a._mem
     a._mem = 0
-    b._siblings = None
     if a._siblings is not None:
         sibs = list(a._siblings)
         sibs[a._idx] = b
         sibs = tuple(sibs)
         for s in sibs:
             s._siblings = sibs
-    for x in b._inputs:
-        x._nc += 1
     return b
 
 
@@ -779,6 +794,8 @@ def overwrite_descriptor(dst: array, src: array) -> None:
     old = detached_copy(dst)
     if dst._tracer and TraceState.depth:
         TraceState.overwritten.setdefault(id(dst), old)
+        if TraceState.overwrite_hook is not None:
+            TraceState.overwrite_hook(dst)
     if dst._nc:
         _repoint_within(src, dst, old)  # the usual consumers: src's own graph (`a += 1`)
     if dst._nc:

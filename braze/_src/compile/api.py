@@ -6,16 +6,18 @@ directly; otherwise look the signature up in the thread-local cache, trace on a 
 (placeholders -> Tape -> simplify -> fuse), replay the stored tape onto the real inputs, and
 write the captured `outputs=` back. See docs/compile.md.
 
-The hit path: a call made only of positional arrays, with no declared state, outside any
-transform, records (thread cache and its generation, each argument's shape and dtype, the
-implicit state's) and its entry; the next call that matches is served without flattening,
-signature hashing or the general replay (`_fast_call`, `ReplayPlan`). `clear_cache` and the
-death of a compiled function bump the thread cache's generation, which retires the records.
+One call path: every call reads the captured state, finds its cache entry and runs the entry's
+`ReplayPlan`. Finding the entry is quick for a call made only of positional arrays: it is
+checked against the last call's record (`_Memo`: thread cache and its generation, each input's
+shape and dtype) before any flattening or signature hashing. `clear_cache` and the death of a
+compiled function bump the thread cache's generation, which retires the records.
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
+import itertools
 import struct
 import threading
 import time
@@ -26,13 +28,18 @@ from .. import config
 from .. import device as _device
 from .. import tree as T
 from ..array import TraceState, array
-from ..prims.base import bind
-from ..prims.core import Copy
 from ..scheduler import user_frame
 from . import diagnostics as diag
 from . import pipeline
-from .replay import SHAPELESS_REFUSED, ReplayPlan, replay
-from .trace import SiteRecorder, capture, compile_trace, placeholder
+from .replay import ReplayPlan
+from .trace import (
+    SiteRecorder,
+    capture,
+    compile_trace,
+    placeholder,
+    stacklevel,
+    watch_overwrites,
+)
 
 __all__ = ["compile", "disable_compile", "enable_compile", "register_implicit_state",
            "CompiledFunction"]
@@ -40,8 +47,6 @@ __all__ = ["compile", "disable_compile", "enable_compile", "register_implicit_st
 #: a warning is issued when one compiled function has been traced more than this many times
 #: (env BRAZE_COMPILE_RETRACE_LIMIT; 0 disables the warning)
 RETRACE_LIMIT = config.get().compile_retrace_limit
-
-_COPY = Copy()
 
 
 # -- compile on/off -------------------------------------------------------------------------
@@ -140,25 +145,68 @@ def _update_state(tree, fn):
     return tree
 
 
-def _state_arrays(declared, implicit) -> list:
-    out = _flatten_state(declared, []) if declared is not None else []
-    for obj in implicit:
-        _flatten_state(obj, out)
+def _state_paths(tree, path, out) -> list:
+    """(path, array) for each array of a captured tree, in flatten order; `path` names the
+    tree, e.g. "inputs" gives "inputs['layers'][0]['weight']"."""
+    if _is_sentinel(tree):
+        v = tree.__braze_capture__()
+        if isinstance(v, array):
+            out.append((path, v))
+    elif isinstance(tree, array):
+        out.append((path, tree))
+    elif isinstance(tree, (list, tuple)):
+        for i, v in enumerate(tree):
+            _state_paths(v, f"{path}[{i}]", out)
+    elif isinstance(tree, dict):
+        for k, v in tree.items():
+            _state_paths(v, f"{path}[{k!r}]", out)
     return out
 
 
-def _fill_state(declared, implicit, values) -> None:
-    """Write `values` into the captured trees, in flatten order (MLX's tree_fill); positions
-    past the end of `values` keep what they hold."""
-    it = iter(values)
+def _dropped_updates(declared, before, placeholders, written, sites) -> list:
+    """What a trace changed in the `inputs=` tree `declared` that is not among the arrays
+    `written` back: a placeholder updated in place (`sites`: id -> the user's line), or a
+    position that now holds an array of the trace. `before`: (path, array) before the call,
+    in the order of `placeholders`."""
+    kept = {id(x) for x in written}
+    out = []
+    for (path, _), p in zip(before, placeholders):
+        if (p._prim is not None or p._data is not None) and id(p) not in kept:
+            site = sites.get(id(p))
+            out.append(f"{path} updated in place" + (f" at {site}" if site else ""))
+    old = {path for path, _ in before}
+    phs = {id(p) for p in placeholders}
+    for path, a in _state_paths(declared, "inputs", []):
+        if a._tracer and id(a) not in phs and id(a) not in kept:
+            out.append(f"{path} {'replaced' if path in old else 'created'} in the function")
+    return out
 
-    def take(a):
-        return next(it, a)
 
-    if declared is not None:
-        _update_state(declared, take)
+def _read_state(declared, implicit) -> tuple:
+    """The captured arrays (the declared tree's, then the implicit objects'), and (object,
+    array) for each implicit object that holds one (capture-protocol objects, as
+    register_implicit_state checks)."""
+    arrays = _flatten_state(declared, []) if declared is not None else []
+    held = []
     for obj in implicit:
-        _update_state(obj, take)
+        v = obj.__braze_capture__()
+        if isinstance(v, array):
+            arrays.append(v)
+            held.append((obj, v))
+    return arrays, held
+
+
+def _fill_state(declared, held, values, start=0) -> None:
+    """Write `values[start:]` into the captured trees, in flatten order (MLX's tree_fill): the
+    declared tree, then the implicit objects `held` [(object, its array now)]; positions past
+    the end of the values keep what they hold."""
+    it = itertools.islice(values, start, None)
+    if declared is not None:
+        _update_state(declared, lambda a: next(it, a))
+    for obj, old in held:
+        new = next(it, old)
+        if new is not old:
+            obj.__braze_update__(new)
 
 
 def _replace_state(declared, implicit, mapping) -> None:
@@ -325,7 +373,7 @@ def _erase(fid, caches):
 
 class Entry:
     __slots__ = ("sig", "tape", "n_out", "out_def", "out_template", "sites", "counts",
-                 "_plan")
+                 "single", "_plan")
 
     def __init__(self, sig, tape, n_out, out_def, out_template, sites, counts):
         sig.paths  # noqa: B018 -- computed now, so the entry does not keep the call's arrays
@@ -333,15 +381,24 @@ class Entry:
         self.sig, self.tape, self.n_out = sig, tape, n_out
         self.out_def, self.out_template, self.sites = out_def, out_template, sites
         self.counts = counts
+        # the function returns one bare array: the call returns the replay's first output
+        self.single = (n_out == 1 and len(out_template) == 1 and out_template[0] is _OUT
+                       and out_def.kind == "leaf")
         self._plan = None
 
     @property
     def plan(self) -> ReplayPlan:
-        """The replay plan of the hit path (built on first use)."""
+        """The replay plan (built on first use)."""
         p = self._plan
         if p is None:
-            p = self._plan = ReplayPlan(self.tape)
+            p = self._plan = ReplayPlan(self.tape, self.sites)
         return p
+
+    def outputs(self, outs):
+        """The function's return value from the replay's outputs."""
+        it = iter(outs[:self.n_out])
+        return T.unflatten(self.out_def, [next(it) if t is _OUT else t
+                                          for t in self.out_template])
 
 
 def _prim_counts(tape) -> collections.Counter:
@@ -355,19 +412,20 @@ def _prim_counts(tape) -> collections.Counter:
     return c
 
 
-def _row_kernel_counts(tape) -> tuple:
-    """(fused kernels containing a reduction, reductions inside them)."""
-    kernels = reductions = 0
+def _kernel_counts(tape) -> tuple:
+    """(fused kernels, those containing a reduction, reductions inside them)."""
+    kernels = rows = reductions = 0
     seen = set()
     for a in tape.nodes:
         ir = getattr(a._prim, "ir", None)
-        if ir is None or not ir.reduce_ndim or id(a._prim) in seen:
+        if ir is None or id(a._prim) in seen:
             continue
         seen.add(id(a._prim))
         kernels += 1
-        reductions += sum(1 for op in ir.ops if op.row and type(op.prim).__name__
-                          in ("Reduce", "ArgReduce"))
-    return kernels, reductions
+        if ir.reduce_ndim:
+            rows += 1
+            reductions += sum(1 for op in ir.ops if op.row and op.prim.reduction)
+    return kernels, rows, reductions
 
 
 # -- the compiled function ---------------------------------------------------------------------
@@ -381,14 +439,16 @@ class CompiledFunction:
         self._shapeless = bool(shapeless)
         self._fid = id(fun)
         self._caches = weakref.WeakSet()  # the thread caches this function has entries in
-        self._fast = None  # the hit path's record, see _fast_call
+        self._memo = None  # the last call's record, see _Memo
         self._hits = 0
         self._misses = collections.Counter()
         self._traces = 0
         self._reasons = []
         self._warned = False
+        self._state_warned = False
         self._name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) \
             or type(fun).__name__
+        self._replay_name = self._name if self._shapeless else None  # see ReplayPlan.run
         try:
             functools.update_wrapper(self, fun)
         except (AttributeError, TypeError):
@@ -405,12 +465,27 @@ class CompiledFunction:
 
     # -- the call -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        fast = self._fast
-        if fast is not None and not kwargs and not TraceState.depth:
-            out = self._fast_call(fast, args)
-            if out is not _MISS:
-                return out
-        fun = self._fun
+        implicit = _IMPLICIT if self._inputs is None else [
+            o for o in _IMPLICIT if not _declares(self._inputs, o)]
+        cap, held = _read_state(self._inputs, implicit)
+        real = [*args, *cap]
+        memo = self._memo
+        if memo is not None and not kwargs and memo.matches(real, len(args)):
+            self._hits += 1
+            entry = memo.entry
+        else:
+            found = self._lookup(args, kwargs, cap, implicit)
+            if found is None:  # compile disabled, or inside a transform
+                return self._fun(*args, **kwargs)
+            entry, real = found
+        outs = entry.plan.run(real, self._replay_name)
+        if entry.n_out < len(outs):  # the outputs tree as it is now (MLX's tree_fill)
+            _fill_state(self._outputs, held, outs, entry.n_out)
+        return outs[0] if entry.single else entry.outputs(outs)
+
+    def _lookup(self, args, kwargs, cap, implicit):
+        """(cache entry, flat array inputs) of a call that the last call's record did not
+        match, tracing it on a miss; None when the function must run uncompiled."""
         leaves, treedef = T.flatten((args, kwargs))
         shapeless = self._shapeless
         arrays = []
@@ -425,13 +500,10 @@ class CompiledFunction:
                     arrays.append(x)
                 lkeys.append(k)
         if config.compile_disabled():
-            return fun(*args, **kwargs)
-        implicit = [o for o in _IMPLICIT if not _declares(self._inputs, o)]
-        cap = _state_arrays(self._inputs, implicit) if (
-            self._inputs is not None or implicit) else []
+            return None
         if TraceState.depth and (any(x._tracer for x in arrays) or
                                  any(x._tracer for x in cap)):
-            return fun(*args, **kwargs)  # inside a transform: inline the function
+            return None  # inside a transform: the function is inlined into its trace
         ckeys = tuple(("A", x._dtype, len(x._shape) if shapeless else x._shape) for x in cap)
         sig = Signature(treedef, tuple(lkeys), ckeys, None, (args, kwargs))
         cache = _thread_cache()
@@ -446,88 +518,16 @@ class CompiledFunction:
         else:
             self._hits += 1
         real = arrays + cap
-        if (not shapeless and not kwargs and not TraceState.depth
-                and self._inputs is None and self._outputs is None
-                and len(leaves) == len(args) and len(arrays) == len(args)
-                and len(cap) == len(implicit) == len(_IMPLICIT)
-                and all(type(x) is array for x in args)
-                and all(type(x) is array and _is_sentinel(o) for x, o in zip(cap, implicit))):
-            self._fast = _FastRecord(cache, entry, args, cap)
-        outs = replay(entry.tape, real, shapeless, entry.sites, self._name)
-        # a constant output must not be the cached object itself (in-place ops would alter it)
-        for i, o in enumerate(outs):
-            if o._prim is None and o._data is not None and not any(o is r for r in real):
-                outs[i] = bind(_COPY, (o,))
-        n = entry.n_out
-        if n < len(outs):  # the outputs tree as it is now (MLX's tree_fill)
-            _fill_state(self._outputs, implicit, outs[n:])
-        it = iter(outs[:n])
-        return T.unflatten(entry.out_def, [next(it) if t is _OUT else t
-                                           for t in entry.out_template])
-
-    # -- the hit path ---------------------------------------------------------------------
-    def _fast_call(self, f, args):
-        """A call with the same positional array signature (shape and dtype per argument)
-        as the last hit or trace, no kwargs, no declared state, outside any transform: the
-        entry is reused without flattening or hashing, and its tape replayed by a precomputed
-        plan. Returns _MISS when any of that does not hold (the general path then runs)."""
-        cache = getattr(_tls, "cache", None)
-        if (cache is None or f.cache() is not cache or cache.gen != f.gen or len(args) != f.n_args
-                or len(_IMPLICIT) != f.n_implicit or config._current.disable_compile):
-            return _MISS
-        for x, s, d in zip(args, f.shapes, f.dtypes):
-            if type(x) is not array or x._dtype is not d or x._shape != s:
-                return _MISS
-        real = list(args)
-        if f.n_implicit:
-            for o, (s, d) in zip(_IMPLICIT, f.cap_keys):
-                x = o.__braze_capture__()
-                if type(x) is not array or x._dtype is not d or x._shape != s:
-                    return _MISS
-                real.append(x)
-        self._hits += 1
-        entry = f.entry
-        outs = entry.plan.run(real)
-        for i in entry.plan.const_outs:  # never hand out the cached constant itself
-            o = outs[i]
-            if o._prim is None and o._data is not None and not any(o is r for r in real):
-                outs[i] = bind(_COPY, (o,))
-        n = entry.n_out
-        if f.n_implicit:
-            m = f.n_args
-            for j, o in enumerate(_IMPLICIT):
-                v = outs[n + j]
-                if v is not real[m + j]:
-                    o.__braze_update__(v)
-        if f.single:
-            return outs[0]
-        it = iter(outs[:n])
-        return T.unflatten(entry.out_def, [next(it) if t is _OUT else t
-                                           for t in entry.out_template])
+        if (not kwargs and not TraceState.depth and len(arrays) == len(leaves) == len(args)
+                and all(type(x) is array for x in real)):
+            # the next call with these arrays' signature skips all of the above
+            self._memo = _Memo(cache, entry, real, len(args), shapeless)
+        return entry, real
 
     # -- a cache miss ---------------------------------------------------------------------
     def _trace(self, sig, leaves, treedef, arrays, cap, implicit, entries):
+        self._note_miss(sig, entries)
         name = self._name
-        reason, text = diag.explain_miss(sig, [e.sig for e in entries.values()]
-                                         if entries else [])
-        self._traces += 1
-        self._misses[reason] += 1
-        self._reasons.append(text)
-        cfg = config.get()
-        if cfg.debug >= 1:
-            fname, lineno, _, _ = user_frame()
-            where = f" at {fname}:{lineno}" if fname else ""
-            diag.emit(f"[compile] trace #{self._traces} of {name}{where}: {text}")
-        if RETRACE_LIMIT and self._traces > RETRACE_LIMIT and not self._warned:
-            self._warned = True
-            counts = ", ".join(f"{k}: {v}" for k, v in self._misses.most_common())
-            recent = "\n  ".join(self._reasons[-5:])
-            warnings.warn(
-                f"[compile] `{name}` has been traced {self._traces} times (more than "
-                f"{RETRACE_LIMIT}); each trace costs a Python run of the function. Reasons: "
-                f"{counts}. Most recent:\n  {recent}\nIf shapes change from call to call use "
-                "shapeless=True; pass changing Python scalars as arrays; set "
-                "BRAZE_DEBUG=1 to see every miss.", RuntimeWarning, stacklevel=3)
         t0 = time.perf_counter()
         real = arrays + cap
         phs = [placeholder(x) for x in real]
@@ -535,44 +535,13 @@ class CompiledFunction:
         it = iter(phs)
         targs = [next(it) if isinstance(x, array) else x for x in leaves]
         args2, kwargs2 = T.unflatten(treedef, targs)
-        cap_ph = phs[len(arrays):]
-        recorder = SiteRecorder(SHAPELESS_REFUSED | {"Broadcast", "Reshape"}) \
-            if self._shapeless else None
-        declared = self._inputs
-        positions = []
-        if cap:
-            if declared is not None:
-                _positions(declared, positions)
-            for obj in implicit:
-                _positions(obj, positions)
-        with compile_trace(name, self._shapeless):
-            if cap:
-                _fill_state(declared, implicit, cap_ph)
-            ok = False
-            try:
-                if recorder is not None:
-                    with recorder:
-                        out = self._fun(*args2, **kwargs2)
-                else:
-                    out = self._fun(*args2, **kwargs2)
-                out_leaves, out_def = T.flatten(out)
-                fun_outs = [x for x in out_leaves if isinstance(x, array)]
-                # the outputs tree after the call: includes state the function created
-                cap_outs = _state_arrays(self._outputs, implicit) if (
-                    self._outputs is not None or implicit) else []
-                ok = True
-            finally:
-                if cap:
-                    # the caller's arrays go back wherever the placeholders still are (the
-                    # outputs are written after the replay); after an error, also where the
-                    # function had reassigned a position that still exists
-                    _replace_state(declared, implicit,
-                                   {id(p): x for p, x in zip(cap_ph, cap)})
-                    if not ok:
-                        _restore_positions(positions)
+        recorder = SiteRecorder() if self._shapeless else None
+        with compile_trace(name, self._shapeless), (recorder or contextlib.nullcontext()):
+            out_leaves, out_def, cap_outs = self._run_on(args2, kwargs2, cap,
+                                                         phs[len(arrays):], implicit)
+        fun_outs = [x for x in out_leaves if isinstance(x, array)]
         template = [_OUT if isinstance(x, array) else x for x in out_leaves]
-        flat_outs = fun_outs + cap_outs
-        traced = capture(phs, flat_outs, real, name, ph_tags)
+        traced = capture(phs, fun_outs + cap_outs, real, name, ph_tags)
         tape = traced.copy()
         sites = None
         if recorder is not None and recorder.sites:
@@ -585,15 +554,85 @@ class CompiledFunction:
         tape = pipeline.run(tape, ("simplify",), name, n)
         simplified = _prim_counts(tape)
         tape = pipeline.run(tape, ("rows", "fuse"), name, n)
-        after = _prim_counts(tape)
-        rows = _row_kernel_counts(tape)
         if sites:
             live = {id(a) for a in tape.nodes}
             sites = {k: v for k, v in sites.items() if k in live} or None
-        counts = {"traced": before, "before_fusion": simplified, "after_fusion": after,
-                  "row_kernels": rows[0], "fused_reductions": rows[1],
+        kernels, rows, reductions = _kernel_counts(tape)
+        counts = {"traced": before, "before_fusion": simplified,
+                  "after_fusion": _prim_counts(tape), "fused_kernels": kernels,
+                  "row_kernels": rows, "fused_reductions": reductions,
                   "seconds": time.perf_counter() - t0}
         return Entry(sig, tape, len(fun_outs), out_def, template, sites, counts)
+
+    def _note_miss(self, sig, entries):
+        """Count the miss, print it at BRAZE_DEBUG=1, warn past the retrace limit."""
+        reason, text = diag.explain_miss(sig, [e.sig for e in entries.values()]
+                                         if entries else [])
+        self._traces += 1
+        self._misses[reason] += 1
+        self._reasons.append(text)
+        name = self._name
+        if config.get().debug >= 1:
+            fname, lineno, _, _ = user_frame()
+            where = f" at {fname}:{lineno}" if fname else ""
+            diag.emit(f"[compile] trace #{self._traces} of {name}{where}: {text}")
+        if RETRACE_LIMIT and self._traces > RETRACE_LIMIT and not self._warned:
+            self._warned = True
+            counts = ", ".join(f"{k}: {v}" for k, v in self._misses.most_common())
+            recent = "\n  ".join(self._reasons[-5:])
+            warnings.warn(
+                f"[compile] `{name}` has been traced {self._traces} times (more than "
+                f"{RETRACE_LIMIT}); each trace costs a Python run of the function. Reasons: "
+                f"{counts}. Most recent:\n  {recent}\nIf shapes change from call to call use "
+                "shapeless=True; pass changing Python scalars as arrays; set "
+                "BRAZE_DEBUG=1 to see every miss.", RuntimeWarning, stacklevel=stacklevel())
+
+    def _run_on(self, args, kwargs, cap, cap_ph, implicit):
+        """Call the function on placeholders, with `cap_ph` standing in for the captured
+        arrays `cap`; returns its flattened output and the outputs trees' arrays. The
+        caller's arrays go back wherever the placeholders still are (the outputs are written
+        after the replay); after an error, also where the function reassigned a position
+        that still exists."""
+        declared = self._inputs
+        positions = []
+        if declared is not None:
+            _positions(declared, positions)
+        for obj in implicit:
+            _positions(obj, positions)
+        before = _state_paths(declared, "inputs", []) if (
+            declared is not None and not self._state_warned) else None
+        _fill_state(declared, _read_state(declared, implicit)[1], cap_ph)
+        ok = False
+        try:
+            with watch_overwrites({id(p) for p in cap_ph}) as updated:
+                out_leaves, out_def = T.flatten(self._fun(*args, **kwargs))
+            # the outputs tree after the call: includes state the function created
+            cap_outs = _read_state(self._outputs, implicit)[0]
+            if before is not None:
+                self._warn_dropped(before, cap_ph, cap_outs, updated)
+            ok = True
+        finally:
+            _replace_state(declared, implicit, {id(p): x for p, x in zip(cap_ph, cap)})
+            if not ok:
+                _restore_positions(positions)
+        return out_leaves, out_def, cap_outs
+
+    def _warn_dropped(self, before, cap_ph, cap_outs, updated):
+        """Warn (once) about updates to `inputs=` state that no `outputs=` tree writes back:
+        after the trace the replay never makes them, so they are lost."""
+        lost = _dropped_updates(self._inputs, before, cap_ph, cap_outs, updated)
+        if not lost:
+            return
+        self._state_warned = True
+        code = getattr(self._fun, "__code__", None)
+        where = f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""
+        warnings.warn(
+            f"[compile] `{self._name}`{where} updates captured state that is not written "
+            f"back: {'; '.join(lost)}. Only `outputs=` trees are written back after a call, "
+            "so these updates are lost (a replaced position keeps an array of the trace, "
+            "which raises when evaluated). Declare the state as outputs too: "
+            "`mx.compile(fun, inputs=state, outputs=state)`.",
+            RuntimeWarning, stacklevel=stacklevel())
 
     # -- diagnostics ------------------------------------------------------------------------
     def stats(self) -> dict:
@@ -606,10 +645,9 @@ class CompiledFunction:
         for e in entries.values():
             before.update(e.counts["before_fusion"])
             after.update(e.counts["after_fusion"])
+            kernels += e.counts["fused_kernels"]
             row_kernels += e.counts["row_kernels"]
             fused_reductions += e.counts["fused_reductions"]
-            kernels += sum(v for k, v in e.counts["after_fusion"].items()
-                           if k.startswith("Compiled"))
         return {
             "hits": self._hits,
             "misses": dict(self._misses),
@@ -627,28 +665,38 @@ class CompiledFunction:
 
 
 _OUT = object()  # marks an array position in a stored output template
-_MISS = object()  # the hit path did not apply
 
 
-class _FastRecord:
-    """What `_fast_call` checks a call against: the thread cache (and its generation) the
-    entry lives in, each argument's shape and dtype, and the implicit state's."""
+class _Memo:
+    """A cache entry and what a call must match to use it without flattening its arguments:
+    the thread cache (and its generation) the entry lives in, and the number of positional
+    arguments and each flat input's dtype and shape (ndim when shapeless)."""
 
-    __slots__ = ("cache", "gen", "n_args", "shapes", "dtypes", "n_implicit", "cap_keys",
-                 "entry", "single")
+    __slots__ = ("cache", "gen", "entry", "n_args", "keys", "shapeless")
 
-    def __init__(self, cache, entry, args, cap):
+    def __init__(self, cache, entry, real, n_args, shapeless):
         self.cache = weakref.ref(cache)  # not a strong one: a thread's cache dies with it
         self.gen = cache.gen
-        self.n_args = len(args)
-        self.shapes = tuple(x._shape for x in args)
-        self.dtypes = tuple(x._dtype for x in args)
-        self.n_implicit = len(cap)
-        self.cap_keys = tuple((x._shape, x._dtype) for x in cap)
         self.entry = entry
-        self.single = (entry.n_out == 1 and len(entry.out_template) == 1
-                       and entry.out_template[0] is _OUT
-                       and entry.out_def.kind == "leaf")
+        self.n_args = n_args
+        self.shapeless = shapeless
+        self.keys = tuple((x._dtype, len(x._shape) if shapeless else x._shape) for x in real)
+
+    def matches(self, real, n_args) -> bool:
+        cache = getattr(_tls, "cache", None)
+        if (n_args != self.n_args or len(real) != len(self.keys) or cache is None
+                or self.cache() is not cache or cache.gen != self.gen or TraceState.depth
+                or config._current.disable_compile):
+            return False
+        if self.shapeless:
+            for x, (d, s) in zip(real, self.keys):
+                if type(x) is not array or x._dtype is not d or len(x._shape) != s:
+                    return False
+            return True
+        for x, (d, s) in zip(real, self.keys):
+            if type(x) is not array or x._dtype is not d or x._shape != s:
+                return False
+        return True
 
 
 def _declares(tree, obj) -> bool:

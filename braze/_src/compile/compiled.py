@@ -10,9 +10,9 @@
   may be donated: an input is donatable when nothing but this node references the array object
   and nothing but that array references its buffer (checked with `sys.getrefcount` and the
   arrays' consumer counts `_nc`), it owns its buffer, and no transform is keeping the graph.
-- vjp / jvp / vmap expand the region back into its primitives and apply their rules op by op
-  (MLX raises here; braze can transform a fused graph, e.g. `grad` of a replayed compiled
-  function built outside any trace).
+- vjp / jvp / vmap expand the region back into its primitives (`expand`) and let the ordinary
+  transform drivers apply their rules (MLX raises here; braze can transform a fused graph,
+  e.g. `grad` of a replayed compiled function built outside any trace).
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from .. import config as _config
 from ..array import TraceState
 from ..prims.base import Primitive, bind, ops
+from ..transforms.autodiff import expanded_jvp, expanded_vjp
+from ..transforms.vmap import expanded_vmap
 from .kernel_ir import KernelIR
 
 _getrefcount = sys.getrefcount
@@ -130,82 +132,25 @@ class Compiled(Primitive):
             m = self.__dict__["_consts"] = self.ir.const_mask
         return m
 
-    # -- transforms: expand the region into its primitives -------------------------------------
-    def _expand(self, inputs):
+    # -- transforms: the region's own primitives, transformed by their ordinary rules -------
+    def expand(self, inputs) -> list:
+        """The region rebuilt from its primitives on `inputs`: one array per output, of the
+        output's shape (a value smaller than the region is broadcast to it)."""
         vals = list(inputs)
         for op in self.ir.ops:
             vals.append(bind(op.prim, tuple(vals[r] for r in op.args)))
-        return vals
-
-    def _fit(self, x, shape):
-        return x if tuple(x.shape) == tuple(shape) else ops.broadcast_to(x, shape)
+        shapes = self.ir.output_shapes(self.output_shape([x.shape for x in inputs]))
+        return [vals[r] if tuple(vals[r].shape) == tuple(s) else ops.broadcast_to(vals[r], s)
+                for r, s in zip(self.ir.outputs, shapes)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        ir = self.ir
-        n = len(ir.inputs)
-        vals = self._expand(primals)
-        live = [False] * len(vals)
-        for i in argnums:
-            live[i] = True
-        for i, op in enumerate(ir.ops):
-            live[n + i] = any(live[r] for r in op.args)
-        cots = {}
-
-        def add(ref, v):
-            want = vals[ref].shape
-            if tuple(v.shape) != tuple(want):
-                from ..prims.core import sum_to_shape
-                v = sum_to_shape(v, want)
-            prev = cots.get(ref)
-            cots[ref] = v if prev is None else prev + v
-
-        for ref, c in zip(ir.outputs, cotangents):
-            if c is not None:
-                add(ref, c)
-        for i in range(len(ir.ops) - 1, -1, -1):
-            r = n + i
-            ct = cots.pop(r, None)
-            op = ir.ops[i]
-            if ct is None or not live[r] or not getattr(op.prim, "differentiable", True):
-                continue
-            args = [vals[a] for a in op.args]
-            nums = [j for j, a in enumerate(op.args) if live[a]]
-            res = op.prim.vjp(args, [ct], nums, [vals[r]])
-            for j, v in zip(nums, res):
-                add(op.args[j], v)
-        return [cots[i] if i in cots else ops.zeros_like(primals[i]) for i in argnums]
+        return expanded_vjp(self.expand, primals, cotangents, argnums)
 
     def jvp(self, primals, tangents, argnums):
-        ir = self.ir
-        n = len(ir.inputs)
-        vals = self._expand(primals)
-        tans = dict(zip(argnums, tangents))
-        for i, op in enumerate(ir.ops):
-            r = n + i
-            nums = [j for j, a in enumerate(op.args) if a in tans]
-            if not nums:
-                continue
-            if not getattr(op.prim, "differentiable", True):
-                tans[r] = ops.zeros_like(vals[r])
-                continue
-            args = [vals[a] for a in op.args]
-            tans[r] = op.prim.jvp(args, [tans[op.args[j]] for j in nums], nums)[0]
-        shapes = ir.output_shapes(self.output_shape([x.shape for x in primals]))
-        return [self._fit(tans[o], s) if o in tans
-                else ops.zeros_like(self._fit(vals[o], s)) for o, s in zip(ir.outputs, shapes)]
+        return expanded_jvp(self.expand, primals, tangents, argnums)
 
     def vmap(self, inputs, axes):
-        ir = self.ir
-        mapped = [(x, ax) for x, ax in zip(inputs, axes)]
-        for op in ir.ops:
-            args = [mapped[r][0] for r in op.args]
-            in_axes = [mapped[r][1] for r in op.args]
-            if all(ax is None for ax in in_axes):
-                mapped.append((bind(op.prim, tuple(args)), None))
-                continue
-            new, new_axes = op.prim.vmap(args, in_axes)
-            mapped.append((new[0], new_axes[0]))
-        return [mapped[r][0] for r in ir.outputs], [mapped[r][1] for r in ir.outputs]
+        return expanded_vmap(self.expand, inputs, axes)
 
 
 def _move_byte_counts(ins, xs, outs):

@@ -1,119 +1,74 @@
-"""Replay a stored tape onto real inputs (MLX's `compile_replace`).
+"""Replay a stored tape onto real inputs (MLX's `compile_replace`): the one replay path.
 
 Every node becomes a fresh lazy array with the *same primitive object* and the mapped inputs;
 constants map to themselves and placeholders to the caller's arrays, so an identity output
-returns the caller's own array. In shapeless mode each node's shape (and dtype) comes from its
-primitive's `abstract_eval` on the new inputs; primitives whose output shape cannot follow
-their inputs raise a ValueError naming the op and the line that created it.
+returns the caller's own array (a constant output is copied: in-place ops on it would change
+the cached tape). A `ReplayPlan` turns a tape into a flat list of steps once; every call of a
+compiled function runs the plan of its cache entry. In shapeless mode each node's shape and
+dtype come from its primitive's `abstract_eval` on the new inputs; a primitive that cannot
+re-infer its shape (`reinfers_shape = False`) raises a ValueError naming the op and the line
+that created it.
 """
 from __future__ import annotations
 
 import operator
 
-from ..array import TraceState, array
-from ..prims.base import broadcast_shapes
+from ..array import TraceState, node, node_group
+from ..prims.base import bind, broadcast_shapes
+from ..prims.core import Copy
 
-#: primitives whose output shape is baked from trace-time sizes (MLX refuses the same ones)
-SHAPELESS_REFUSED = frozenset({
-    "Slice", "Pad", "Scatter", "AsStrided", "View", "Split", "FFT", "RandomBits", "Load",
-    "Scan", "BlockMaskedMM", "SegmentedMM", "Depends", "CustomTransforms", "CustomVJP",
-    "QRF", "SVD", "Inverse", "Cholesky", "LUF", "DynamicSlice",
-})
+_COPY = Copy()
 
 
-def _shapeless_avals(a, ins, sites, fun_name):
-    prim = a._prim
-    kind = type(prim).__name__
-    site = sites.get(id(a)) if sites else None
+def _shapeless_avals(prim, ins, site, fun_name):
+    """The output (shape, dtype)s of `prim` re-inferred from the new inputs `ins`."""
     where = f" (created at {site})" if site else ""
-    if kind in SHAPELESS_REFUSED:
+    if not prim.reinfers_shape:
         raise ValueError(
             f"[compile] {prim.name} cannot infer its output shape, so `{fun_name}` cannot be "
             f"compiled with shapeless=True{where}. Compile it with shapeless=False (it then "
             "retraces for each new input shape), or express the operation with ops whose "
             "shape follows their inputs.")
-    if kind == "Broadcast":  # a broadcast to a fixed shape keeps it
-        try:
-            ok = broadcast_shapes(ins[0].shape, prim.shape) == tuple(prim.shape)
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"[Broadcast] Unable to infer broadcast shape: an input of shape "
-                f"{ins[0].shape} does not broadcast to the traced shape {prim.shape} in "
-                f"shapeless `{fun_name}`{where}.")
-    elif kind in ("Reshape", "Unflatten"):  # they keep the requested shape (-1 re-inferred)
-        try:
-            return prim.abstract_eval(*ins)
-        except ValueError as e:
-            raise ValueError(
-                f"{e} (sizes baked at trace time in shapeless `{fun_name}`{where}; use -1, "
-                "or flatten/unflatten, so the shape follows the input).") from None
     try:
-        return prim.abstract_eval(*ins)
+        avals = prim.abstract_eval(*ins)
     except (ValueError, TypeError) as e:
-        raise ValueError(f"[compile] {prim.name} in shapeless `{fun_name}`{where}: {e}") from e
+        raise ValueError(
+            f"[compile] {prim.name} in shapeless `{fun_name}`{where}: {e} The trace baked "
+            "sizes that this input does not fit: use -1 in reshapes, flatten/unflatten, or "
+            "ops whose shape follows their inputs (or shapeless=False).") from None
+    if prim.kernel_op is not None:  # elementwise: its inputs broadcast to its output
+        _check_broadcast(prim, ins, avals[0][0], where, fun_name)
+    return avals
 
 
-def replay(tape, real_inputs, shapeless=False, sites=None, fun_name="fun"):
-    """Fresh lazy outputs of `tape` applied to `real_inputs` (flat, in placeholder order)."""
-    env = {id(p): x for p, x in zip(tape.inputs, real_inputs)}
-    get = env.get
-    tracing = TraceState.depth > 0
-    nodes = tape.nodes
-    i, n = 0, len(nodes)
-    while i < n:
-        a = nodes[i]
-        ins = tuple([get(id(x), x) for x in a._inputs])
-        sibs = a._siblings
-        if sibs is None:
-            if shapeless:
-                shape, dtype = _shapeless_avals(a, ins, sites, fun_name)[0]
-            else:
-                shape, dtype = a._shape, a._dtype
-            out = array._node(shape, dtype, a._prim, ins)
-            if tracing:
-                out._tracer = any(x._tracer for x in ins)
-            env[id(a)] = out
-            i += 1
-            continue
-        k = len(sibs)
-        if shapeless:
-            avals = _shapeless_avals(a, ins, sites, fun_name)
-        else:
-            avals = [(s._shape, s._dtype) for s in nodes[i:i + k]]
-        group = nodes[i:i + k]
-        outs = tuple(array._node(s, d, a._prim, ins) for s, d in avals)
-        tr = tracing and any(x._tracer for x in ins)
-        for j, (o, g) in enumerate(zip(outs, group)):
-            o._siblings = outs
-            o._idx = g._idx
-            o._tracer = tr
-            env[id(g)] = o
-        # keep the sibling tuple in output-index order
-        ordered = tuple(sorted(outs, key=lambda o: o._idx))
-        for o in outs:
-            o._siblings = ordered
-        i += k
-    return [get(id(o), o) for o in tape.outputs]
-
-
-# -- the compiled-call hit path: a precomputed replay plan -------------------------------------
-_new = object.__new__
+def _check_broadcast(prim, ins, shape, where, fun_name):
+    """An elementwise op whose output shape was baked (a broadcast to a fixed shape) must
+    still receive inputs that broadcast to it."""
+    read = ins[:prim.shape_only_from]  # shape-only inputs do not count (None: all)
+    try:
+        ok = broadcast_shapes(*[x.shape for x in read], shape) == tuple(shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        shapes = ", ".join(str(x.shape) for x in read)
+        raise ValueError(
+            f"[{prim.name}] Unable to infer broadcast shape: inputs of shape {shapes} do not "
+            f"broadcast to the traced shape {shape} in shapeless `{fun_name}`{where}.")
 
 
 class ReplayPlan:
-    """`replay` of one stored tape (not shapeless, outside any trace) as a tight loop.
+    """A tape as a tight loop of steps.
 
     Values live in a flat list: the real inputs, then the tape's constants, then each node's
-    fresh output in tape order; a step is (primitive, input getter, arity, shape, dtype) for a
-    single-output node or (primitive, getter, arity, None, group) for a multi-output node.
-    `run(real)` returns the same fresh lazy outputs as `replay(tape, real)`.
+    fresh outputs in tape order (a multi-output node's in output order). A step is
+    (primitive, arity, first input, second input, getter of three or more inputs, shape,
+    dtype, creation site), the inputs as positions in that list; a multi-output node has shape
+    None and its outputs' (shape, dtype)s in the dtype slot.
     """
 
     __slots__ = ("consts", "steps", "outs", "const_outs")
 
-    def __init__(self, tape):
+    def __init__(self, tape, sites=None):
         slot = {id(p): k for k, p in enumerate(tape.inputs)}
         nodes = tape.nodes
         node_ids = {id(a) for a in nodes}
@@ -124,64 +79,76 @@ class ReplayPlan:
                 consts.append(x)
         n, nc = len(tape.inputs), len(consts)
         nxt = n + nc
+        sites = sites or {}
         steps = []
         i, m = 0, len(nodes)
         while i < m:
             a = nodes[i]
             refs = [slot[id(x)] for x in a._inputs]
-            get = operator.itemgetter(*refs) if refs else None
+            # one or two inputs (nearly every node) are read by indexing, more by a getter
+            head = (a._prim, len(refs), *(refs + [0, 0])[:2],
+                    operator.itemgetter(*refs) if len(refs) > 2 else None)
+            site = sites.get(id(a))
             sibs = a._siblings
             if sibs is None:
-                steps.append((a._prim, get, len(refs), a._shape, a._dtype))
+                steps.append((*head, a._shape, a._dtype, site))
                 slot[id(a)] = nxt
                 nxt += 1
                 i += 1
                 continue
             k = len(sibs)
-            group = nodes[i:i + k]
-            order = sorted(range(k), key=lambda j: group[j]._idx)
-            steps.append((a._prim, get, len(refs), None,
-                          (tuple((g._shape, g._dtype, g._idx) for g in group), tuple(order))))
-            for g in group:
-                slot[id(g)] = nxt
-                nxt += 1
+            steps.append((*head, None, tuple((s._shape, s._dtype) for s in sibs), site))
+            for g in nodes[i:i + k]:
+                slot[id(g)] = nxt + g._idx
+            nxt += k
             i += k
         self.outs = [slot[id(o)] for o in tape.outputs]
         self.const_outs = [j for j, r in enumerate(self.outs) if n <= r < n + nc]
         self.consts = consts
         self.steps = steps
 
-    def run(self, real: list) -> list:
+    def run(self, real: list, shapeless: str | None = None) -> list:
+        """Fresh lazy outputs for the flat `real` inputs (in placeholder order). `shapeless`:
+        the function's name, when shapes are re-inferred from the inputs."""
         vals = real + self.consts
-        append = vals.append
-        for prim, get, arity, shape, dtype in self.steps:
-            if arity == 1:
-                ins = (get(vals),)
-            elif arity:
-                ins = get(vals)
+        append, extend = vals.append, vals.extend
+        slow = shapeless is not None or TraceState.depth > 0
+        for prim, arity, a, b, get, shape, dtype, site in self.steps:
+            if arity == 2:
+                ins = (vals[a], vals[b])
+            elif arity == 1:
+                ins = (vals[a],)
             else:
-                ins = ()
-            if shape is None:  # a multi-output node
-                avals, order = dtype
-                outs = tuple([array._node(s, d, prim, ins) for s, d, _ in avals])
-                ordered = tuple([outs[j] for j in order])
-                for o, (_, _, idx) in zip(outs, avals):
-                    o._siblings = ordered
-                    o._idx = idx
-                    append(o)
-                continue
-            out = _new(array)
-            out._shape = shape
-            out._dtype = dtype
-            out._data = None
-            out._prim = prim
-            out._inputs = ins
-            out._siblings = None
-            out._idx = 0
-            out._mem = 0
-            out._tracer = False
-            out._nc = 0
-            for x in ins:
-                x._nc += 1
-            append(out)
-        return [vals[r] for r in self.outs]
+                ins = get(vals) if arity else ()
+            if slow:
+                extend(_rebuilt(prim, ins, shape, dtype, site, shapeless))
+            elif shape is not None:
+                append(node(shape, dtype, prim, ins))
+            else:
+                extend(node_group(dtype, prim, ins))
+        outs = [vals[r] for r in self.outs]
+        for j in self.const_outs:
+            o = outs[j]
+            if not any(o is r for r in real):
+                outs[j] = bind(_COPY, (o,))
+        return outs
+
+
+def _rebuilt(prim, ins, shape, dtype, site, shapeless):
+    """A step's fresh outputs, re-inferring their shapes (shapeless: the function's name) and
+    flagging them as tracers when a transform traces their inputs."""
+    tracer = TraceState.depth > 0 and any(x._tracer for x in ins)
+    if shapeless is not None:
+        avals = _shapeless_avals(prim, ins, site, shapeless)
+    else:
+        avals = dtype if shape is None else ((shape, dtype),)
+    if shape is None:
+        return node_group(avals, prim, ins, tracer)
+    (shape, dtype), = avals
+    return (node(shape, dtype, prim, ins, tracer),)
+
+
+def replay(tape, real_inputs, shapeless=False, sites=None, fun_name="fun"):
+    """Fresh lazy outputs of `tape` applied to `real_inputs` (flat, in placeholder order)."""
+    plan = ReplayPlan(tape, sites)
+    return plan.run(list(real_inputs), fun_name if shapeless else None)

@@ -1,15 +1,16 @@
 """Tracing a function on placeholder arrays, and capturing its graph as a Tape.
 
-A placeholder is `array._node(shape, dtype, None, ())` with the tracer flag: it has no
+A placeholder is `node(shape, dtype, None, ())` with the tracer flag: it has no
 primitive and no data, so evaluating anything that depends on it raises (scheduler.py).
 """
 from __future__ import annotations
 
 import contextlib
+import linecache
 import os
 import sys
 
-from ..array import TraceState, array
+from ..array import TraceState, array, node
 from ..scheduler import CompileTraces
 from ..transforms.autodiff import trace_scope
 from .tape import Tape
@@ -25,8 +26,7 @@ def placeholder(x: array) -> array:
     negative serial number: if the function overwrites the placeholder in place (`x[2] = v`,
     `state[0] *= 2`), the detached copy that takes over its old value keeps the tag, so
     `capture` can find the real input again."""
-    p = array._node(x._shape, x._dtype, None, ())
-    p._tracer = True
+    p = node(x._shape, x._dtype, None, (), True)
     _serial[0] += 1
     p._idx = -_serial[0]
     return p
@@ -49,14 +49,43 @@ def compile_trace(name: str, shapeless: bool):
         CompileTraces.dynamic = saved
 
 
-# -- source sites of nodes (recorded during shapeless traces, for call-time errors) -----------
-class SiteRecorder:
-    """While active, remember where user code created each node whose primitive is in `kinds`
-    (by id of the output array). Uses sys.setprofile, so only shapeless traces pay for it."""
+# -- the user's lines: node creation sites, in-place updates, warnings -----------------------
+_INTERNAL: dict = {}  # file name -> inside the braze package?
 
-    def __init__(self, kinds):
+
+def _internal(code) -> bool:
+    name = code.co_filename
+    v = _INTERNAL.get(name)
+    if v is None:
+        v = _INTERNAL[name] = os.path.abspath(name).startswith(_PKG_DIR + os.sep)
+    return v
+
+
+def user_site(frame) -> str | None:
+    """'file:line: source' of the first frame at or above `frame` outside braze."""
+    while frame is not None and _internal(frame.f_code):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}: {line}"
+
+
+def stacklevel() -> int:
+    """The `warnings.warn` stacklevel, for its caller, of the user's frame that called braze."""
+    f, level = sys._getframe(1), 1
+    while f is not None and _internal(f.f_code):
+        f, level = f.f_back, level + 1
+    return level
+
+
+class SiteRecorder:
+    """While active, remember where user code created each node (by id of the output array),
+    for the errors of a shapeless replay. Uses sys.setprofile, so only shapeless traces pay
+    for it."""
+
+    def __init__(self):
         from ..prims import base
-        self.kinds = kinds
         self.code = base.bind.__code__
         self.sites = {}
         self.keep = []
@@ -66,18 +95,10 @@ class SiteRecorder:
         if event != "return" or frame.f_code is not self.code or arg is None:
             return
         outs = arg if isinstance(arg, list) else [arg]
-        if not outs or not isinstance(outs[0], array) or outs[0]._prim is None:
+        if not outs or not isinstance(outs[0], array):
             return
-        if type(outs[0]._prim).__name__ not in self.kinds:
-            return
-        f = frame.f_back
-        while f is not None and os.path.abspath(f.f_code.co_filename).startswith(
-                _PKG_DIR + os.sep):
-            f = f.f_back
-        if f is not None:
-            import linecache
-            line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
-            site = f"{f.f_code.co_filename}:{f.f_lineno}: {line}"
+        site = user_site(frame.f_back)
+        if site is not None:
             for o in outs:
                 self.sites[id(o)] = site
                 self.keep.append(o)  # ids stay valid while we hold the arrays
@@ -90,6 +111,26 @@ class SiteRecorder:
     def __exit__(self, *exc):
         sys.setprofile(self._old)
         return False
+
+
+@contextlib.contextmanager
+def watch_overwrites(ids):
+    """Yield a dict that collects, for each array whose id is in `ids` and that is updated in
+    place meanwhile (`a += 1`, `a[i] = v`), the user's line of its first update."""
+    sites = {}
+    outer = TraceState.overwrite_hook
+
+    def hook(dst):
+        if id(dst) in ids and id(dst) not in sites:
+            sites[id(dst)] = user_site(sys._getframe(1))
+        if outer is not None:
+            outer(dst)
+
+    TraceState.overwrite_hook = hook
+    try:
+        yield sites
+    finally:
+        TraceState.overwrite_hook = outer
 
 
 # -- graph capture --------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..array import TraceState, array
+from ..array import TraceState, node, node_group
 
 REGISTRY: dict[str, type] = {}
 
@@ -94,34 +94,14 @@ class Primitive:
         raise NotImplementedError(f"[{self.name}] vmap is not implemented.")
 
 
-_new = object.__new__
-
-
 def bind(prim: Primitive, inputs: tuple):
     """Create the lazy output array(s) of `prim` applied to `inputs`."""
     avals = prim.abstract_eval(*inputs)
     tracer = TraceState.depth > 0 and any(x._tracer for x in inputs)
     if len(avals) == 1:
-        # array._node inlined: this runs once per op, on the hot path of every program
-        out = _new(array)
-        out._shape, out._dtype = avals[0]
-        out._data = None
-        out._prim = prim
-        out._inputs = inputs
-        out._siblings = None
-        out._idx = 0
-        out._mem = 0
-        out._tracer = tracer
-        out._nc = 0
-        for x in inputs:
-            x._nc += 1
-        return out
-    outs = tuple(array._node(s, d, prim, inputs) for s, d in avals)
-    for i, o in enumerate(outs):
-        o._siblings = outs
-        o._idx = i
-        o._tracer = tracer
-    return list(outs)
+        shape, dtype = avals[0]
+        return node(shape, dtype, prim, inputs, tracer)
+    return list(node_group(avals, prim, inputs, tracer))
 
 
 def broadcast_shapes(*shapes, op="broadcast_shapes") -> tuple:

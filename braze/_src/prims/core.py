@@ -220,6 +220,7 @@ LAZY_COPY.make = _lazy_copy
 class Depends(Primitive):
     """The first `n` inputs passed through, evaluated only after all the inputs (the rest are
     the dependencies): mx.depends orders computations without changing values."""
+    reinfers_shape = False  # as in MLX
 
     n: int
 

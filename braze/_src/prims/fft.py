@@ -52,6 +52,7 @@ def _bin_weights(m: int, n: int, ax: int, ndim: int, paired, single, np_dtype):
 @dataclass(frozen=True)
 class FFT(Primitive):
     """Discrete Fourier transform over `axes` (non-negative, distinct; see the module doc)."""
+    reinfers_shape = False  # as in MLX: lengths fixed at trace time
 
     axes: tuple
     inverse: bool = False

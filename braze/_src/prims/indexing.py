@@ -213,6 +213,7 @@ class Scatter(Primitive):
     Inputs (x, *indices, updates); updates have shape idx_shape + slice_shape with
     len(slice_shape) == x.ndim.
     """
+    reinfers_shape = False  # as in MLX
 
     reduce_type: str
     axes: tuple

@@ -22,6 +22,7 @@ class LoadError(RuntimeError):
 class Load(Primitive):
     """`shape`/`dtype` elements in C order at byte `offset` of `path`; `swap`: the file's byte
     order is the other one (a big-endian .npy)."""
+    reinfers_shape = False  # the file's shape
 
     path: str
     offset: int

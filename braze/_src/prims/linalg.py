@@ -309,6 +309,7 @@ class BlockMaskedMM(Primitive):
     given per block_size x block_size block and expanded; a bool mask keeps or zeroes its
     blocks, a float one (a's dtype) scales them. The op layer broadcasts every batch axis and
     casts the masks, as MLX does."""
+    reinfers_shape = False  # as in MLX
 
     block_size: int
     has_out: bool
@@ -418,6 +419,7 @@ class SegmentedMM(Primitive):
     """Inputs (a (M, K), b (K, N), segments (..., 2) uint32): out[s...] = a[:, k0:k1] @
     b[k0:k1, :] for [k0, k1) = segments[s...]; zeros where k1 <= k0; bounds are clipped to
     [0, K] (MLX reads out of bounds there)."""
+    reinfers_shape = False  # as in MLX
 
     def abstract_eval(self, a, b, seg):
         return [(tuple(seg.shape[:-1]) + (a.shape[0], b.shape[1]), a.dtype)]

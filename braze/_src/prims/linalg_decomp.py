@@ -169,6 +169,7 @@ class _Batched(Primitive):
 class Inverse(_Batched):
     """The inverse of each square matrix; `tri`: of its `upper`/lower triangle (MLX's
     tri_inv), with exact zeros in the other triangle."""
+    reinfers_shape = False  # as in MLX
 
     tri: bool = False
     upper: bool = False
@@ -217,6 +218,7 @@ class Cholesky(_Batched):
     """L with L @ L.T = the symmetric matrix of a's lower triangle (`upper`: U = L.T from the
     upper triangle). A matrix that is not positive definite gives LAPACK's partial factor, as
     in MLX (no error)."""
+    reinfers_shape = False  # as in MLX
 
     upper: bool = False
 
@@ -257,6 +259,7 @@ class Cholesky(_Batched):
 @dataclass(frozen=True)
 class QRF(_Batched):
     """Reduced QR: Q (m, k) and R (k, n), k = min(m, n)."""
+    reinfers_shape = False  # as in MLX
 
     def abstract_eval(self, a):
         m, n = a.shape[-2:]
@@ -309,6 +312,7 @@ def _svd_parts(a):
 class SVD(_Batched):
     """Singular values (descending); with `compute_uv`, also the full U (m, m) and Vt (n, n):
     outputs [U, S, Vt] (MLX's order) or [S]."""
+    reinfers_shape = False  # as in MLX
 
     compute_uv: bool = True
 
@@ -482,6 +486,7 @@ class Eig(_Batched):
 class LUF(_Batched):
     """getrf of each (m, n) matrix: [LU (L's unit diagonal implicit), pivots (uint32, k: row j
     was swapped with row pivots[j]), row_indices (uint32, m: a = (L @ U)[row_indices])]."""
+    reinfers_shape = False  # as in MLX
 
     def abstract_eval(self, a):
         m, n = a.shape[-2:]

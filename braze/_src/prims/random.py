@@ -101,6 +101,7 @@ def random_bits(keys: np.ndarray, shape: tuple, width: int) -> np.ndarray:
 class RandomBits(Primitive):
     """Random bits from keys: input keys (..., 2) uint32, output keys.shape[:-1] + shape of
     uint8/uint16/uint32 (width 1/2/4 bytes). Same key, same bits as MLX."""
+    reinfers_shape = False  # the traced shape of random numbers
 
     shape: tuple
     width: int = 4

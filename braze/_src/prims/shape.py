@@ -365,6 +365,7 @@ def slice_shape(start, stop, strides):
 @dataclass(frozen=True)
 class Slice(Primitive):
     """x[start:stop:strides] per axis with normalized (slice.indices) bounds."""
+    reinfers_shape = False  # bounds fixed at trace time
 
     start: tuple
     stop: tuple
@@ -446,6 +447,7 @@ def _dynamic_starts(x_shape, starts, axes, sizes):
 @dataclass(frozen=True)
 class DynamicSlice(Primitive):
     """MLX's slice(a, start_indices, axes, slice_size): start offsets come from an array."""
+    reinfers_shape = False  # slice sizes fixed at trace time
 
     axes: tuple
     slice_size: tuple
@@ -606,6 +608,7 @@ class Concatenate(Primitive):
 @dataclass(frozen=True)
 class Pad(Primitive):
     """Constant padding; inputs (x, value) with value a 0-d array of x's dtype."""
+    reinfers_shape = False  # as in MLX: widths chosen for the traced sizes
 
     axes: tuple
     low_pad: tuple
@@ -674,6 +677,7 @@ class Pad(Primitive):
 @dataclass(frozen=True)
 class Split(Primitive):
     """Split along `axis` at the (sorted, clipped) `indices`; one output per piece."""
+    reinfers_shape = False  # split points fixed at trace time
 
     indices: tuple
     axis: int
@@ -709,6 +713,7 @@ class Split(Primitive):
 @dataclass(frozen=True)
 class View(Primitive):
     """Reinterpret the bytes as `dtype`; the last axis scales by the itemsize ratio."""
+    reinfers_shape = False  # as in MLX
 
     dtype: D.Dtype
 
@@ -744,6 +749,7 @@ def strided_index(shape, strides, offset) -> np.ndarray:
 class AsStrided(Primitive):
     """A strided read of a flat (1-D) input: out[i...] = x[offset + sum(i_k * strides_k)].
     A copy, not a view: buffers are never shared with overlapping strides."""
+    reinfers_shape = False  # shape and strides fixed at trace time
 
     shape: tuple
     strides: tuple

@@ -66,15 +66,16 @@ def walked_inputs(a, kind):
     return a._inputs if f is None else a._inputs[: f(kind)]
 
 
-def _dependent_tape(outputs, tracers, kind):
+def _dependent_tape(outputs, tracers, kind, stop=()):
     """The nodes between `tracers` and `outputs` that depend on a tracer, inputs first, one
     entry per node (a multi-output node is listed once, at its first sibling: that position is
     after all its inputs and before every consumer of any sibling); and the dependent id set.
 
-    Iterative DFS over tracer-flagged arrays only, stopping at the tracers themselves.
+    Iterative DFS over tracer-flagged arrays only, stopping at the tracers themselves and at
+    the arrays `stop` (whose history cannot matter).
     """
     dep = {id(t) for t in tracers}
-    visited = set(dep)
+    visited = dep | {id(x) for x in stop}
     order = []
     for r in outputs:
         if id(r) in visited or not r._tracer:
@@ -129,12 +130,12 @@ def _accumulate(cots, x, v, op, prim):
     cots[id(x)] = v if prev is None else prev + v
 
 
-def backward(outputs, cotangents, tracers, op="vjp"):
+def backward(outputs, cotangents, tracers, op="vjp", stop=()):
     """Cotangents of `tracers` given cotangents of `outputs` (None entries contribute nothing).
 
     Returns one entry per tracer, None where no cotangent reached it.
     """
-    tape, dep = _dependent_tape(outputs, tracers, "vjp")
+    tape, dep = _dependent_tape(outputs, tracers, "vjp", stop)
     cots = {}
     for o, c in zip(outputs, cotangents):
         if c is not None:
@@ -158,9 +159,9 @@ def backward(outputs, cotangents, tracers, op="vjp"):
     return [cots.get(id(t)) for t in tracers]
 
 
-def forward(outputs, tracers, tangents, op="jvp"):
+def forward(outputs, tracers, tangents, op="jvp", stop=()):
     """Tangents of `outputs` given tangents of `tracers` (zeros where independent)."""
-    tape, _ = _dependent_tape(outputs, tracers, "jvp")
+    tape, _ = _dependent_tape(outputs, tracers, "jvp", stop)
     tans = {id(t): v for t, v in zip(tracers, tangents)}
     zero_dtype = {}  # id(output) -> dtype of its zero tangent (that of the incoming tangent)
     for a in tape:
@@ -193,6 +194,31 @@ def _zero_tangent(o, dtype):
         return _zeros_like(o)
     from ..ops.creation import zeros
     return zeros(o.shape, dtype)
+
+
+# -- rules of a primitive that stands for a graph of others (a fused Compiled region) ------
+def _traced(fun, primals, argnums):
+    """`fun(inputs)` with tracers for the inputs at `argnums`, and those tracers."""
+    tracers = make_tracers([primals[i] for i in argnums])
+    ins = list(primals)
+    for i, t in zip(argnums, tracers):
+        ins[i] = t
+    return fun(ins), tracers
+
+
+def expanded_vjp(fun, primals, cotangents, argnums):
+    """A vjp rule for a primitive equal to `fun(inputs)`, a graph of other primitives: the
+    graph is built and differentiated by their own rules."""
+    with trace_scope():
+        outs, tracers = _traced(fun, primals, argnums)
+        return backward(outs, cotangents, tracers, stop=primals)
+
+
+def expanded_jvp(fun, primals, tangents, argnums):
+    """A jvp rule for a primitive equal to `fun(inputs)` (see expanded_vjp)."""
+    with trace_scope():
+        outs, tracers = _traced(fun, primals, argnums)
+        return forward(outs, tracers, tangents, stop=primals)
 
 
 # -- public API -------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ class CustomTransforms(Primitive):
     `jvp_fun(primals, tangents) -> one tangent per output` (tangents None where absent),
     `vmap_fun(inputs, axes) -> (outputs, out_axes)`.
     """
+    reinfers_shape = False  # its rules were traced for these shapes
 
     n_primals: int
     n_outputs: int

@@ -13,7 +13,7 @@ output, as in MLX). Non-array leaves are allowed where their axis is None (they 
 from __future__ import annotations
 
 from .. import tree as T
-from ..array import array
+from ..array import array, node
 from ..ops._helpers import AxisError
 from ..prims.base import bind
 from .autodiff import (
@@ -31,10 +31,7 @@ VmapAxisError = AxisError
 
 def _placeholder(x: array, axis: int) -> array:
     """An array with x's per-example shape and no data: evaluating it is an error."""
-    shape = x.shape[:axis] + x.shape[axis + 1:]
-    p = array._node(shape, x.dtype, None, ())
-    p._tracer = True
-    return p
+    return node(x.shape[:axis] + x.shape[axis + 1:], x.dtype, None, (), True)
 
 
 def _is_axis(a):
@@ -82,9 +79,10 @@ def _check_axis(ax, x, op):
     return ax % x.ndim
 
 
-def replay(outputs, placeholders, inputs, axes):
-    """Rebuild `outputs` from the batched `inputs`; returns [(array, batch axis or None)]."""
-    tape, _ = _dependent_tape(outputs, placeholders, "vmap")
+def replay(outputs, placeholders, inputs, axes, stop=()):
+    """Rebuild `outputs` from the batched `inputs`; returns [(array, batch axis or None)].
+    The walk from the outputs does not look behind the arrays `stop`."""
+    tape, _ = _dependent_tape(outputs, placeholders, "vmap", stop)
     mapped = {id(p): (x, ax) for p, x, ax in zip(placeholders, inputs, axes)}
     for a in tape:
         outs = _node_outputs(a)
@@ -105,6 +103,18 @@ def replay(outputs, placeholders, inputs, axes):
         for o, n, ax in zip(outs, new, new_axes):
             mapped[id(o)] = (n, ax)
     return [mapped.get(id(o), (o, None)) for o in outputs]
+
+
+def expanded_vmap(fun, inputs, axes):
+    """A vmap rule for a primitive equal to `fun(inputs)`, a graph of other primitives: the
+    graph is built on per-example placeholders and replayed with their own rules."""
+    with trace_scope():
+        holders = [_placeholder(x, ax) if ax is not None else x for x, ax in zip(inputs, axes)]
+        outs = fun(holders)
+        batched = [k for k, ax in enumerate(axes) if ax is not None]
+        results = replay(outs, [holders[k] for k in batched], [inputs[k] for k in batched],
+                         [axes[k] for k in batched], stop=inputs)
+    return [v for v, _ in results], [ax for _, ax in results]
 
 
 def vmap(fun, in_axes=0, out_axes=0):
