@@ -346,12 +346,13 @@ def test_zero_d_and_empty_inputs(cpu):
 
 
 def test_constants_exact_in_source(cpu):
-    f = mx.compile(lambda x: mx.where(x > 0, x * math.pi, math.nan) + mx.array(-math.inf))
+    # baked: integral floats (2**70 needs all its digits), infinities, NaN
+    f = mx.compile(lambda x: mx.where(x > 0, x * 2.0 ** 70, math.nan) + mx.array(-math.inf))
     x = mx.array(np.array([1.0, -1.0])).astype(mx.float64)
     r = np.asarray(f(x))
     assert r[0] == -math.inf and math.isnan(r[1])
     src = [p.source for e in cpu._entries.values() for p in e.programs.values()]
-    assert any("3.141592653589793" in s and "float('-inf')" in s for s in src)
+    assert any(f"np.float64({2.0 ** 70!r})" in s and "float('-inf')" in s for s in src)
 
 
 def test_debug_4_prints_kernel_source(cpu, capfd):
@@ -514,3 +515,22 @@ def test_square_power_is_a_multiply_with_pow_semantics(cpu, dt):
     assert any("Square" in n for n in names) and not any("Power" in n for n in names)
     assert not any("power_f" in p.source for e in cpu._entries.values()
                    for p in e.programs.values())
+
+
+def test_float_constants_are_inputs_one_kernel_serves_every_value(cpu):
+    """A Python float (a learning rate, a scale) is a run-time scalar input of the kernel, not
+    a literal: every value after the first reuses the same kernel; integral constants are
+    still literals."""
+    f = mx.compile(lambda x, c: x * c + 2.0)
+    x = mx.arange(8, dtype=mx.float32)
+    cpu._entries.clear()  # a cache: only this test's kernels are looked at below
+    mx.eval(f(x, 0.1))
+    before = {k for k in cpu._entries}
+    for c in (0.25, 0.3, 1e-3):
+        np.testing.assert_array_equal(np.asarray(f(x, c)),
+                                      np.arange(8, dtype=np.float32) * np.float32(c) + 2)
+    assert {k for k in cpu._entries} == before
+    sources = [p.source for e in cpu._entries.values() for p in e.programs.values()
+               if "Multiply" in p.name and "Add" in p.name]
+    assert sources and all("np.float32(2.0)" in s and "0.1" not in s.split('"""')[2]
+                           for s in sources)

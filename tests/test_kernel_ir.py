@@ -96,10 +96,11 @@ def test_constants_are_bit_exact():
 
 
 def test_str_renders_readably():
-    ir = _ir(lambda x: mx.exp(x) * math.pi, (3,), dt=mx.float64)
+    ir = _ir(lambda x: mx.exp(x) * 3.0 + math.pi, (3,), dt=mx.float64)
     text = str(ir)
-    assert text.startswith("CompiledExpBroadcastMultiply")
-    assert "in0: float64" in text and repr(math.pi) in text
+    assert text.startswith("CompiledExpBroadcastMultiplyBroadcastAdd")
+    assert "in0: float64" in text and "c1: float64 = 3.0" in text  # a baked constant
+    assert "in2: float64" in text and repr(math.pi) not in text  # a run-time input
     assert "Exp()(in0)" in text and "return t" in text
 
 

@@ -25,6 +25,8 @@ bounded by the region's size.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..array import array
 from .compiled import Compiled
 from .kernel_ir import IRInput, IROp, KernelIR
@@ -235,9 +237,8 @@ def _merge_one(dst, src, uses):
         uses.add(dst, p, slot)
 
 
-def _make_ir(inputs, fused, old_outputs, input_ids, rows=None, reduce_ndim=0,
-             bake=None) -> KernelIR:
-    """The KernelIR of a region: `inputs` (scalar constants among them baked when `bake`
+def _make_ir(inputs, fused, old_outputs, input_ids, rows=None, reduce_ndim=0) -> KernelIR:
+    """The KernelIR of a region: `inputs` (scalar constants among them baked when `_bake`
     allows), the `fused` nodes in topological order (`rows[id(node)]`: a per-row value, for
     row regions), `old_outputs` the nodes whose values leave the region."""
     ref = {}
@@ -245,7 +246,7 @@ def _make_ir(inputs, fused, old_outputs, input_ids, rows=None, reduce_ndim=0,
     for k, x in enumerate(inputs):
         ref[id(x)] = k
         if (x._prim is None and x._data is not None and x.size == 1
-                and id(x) not in input_ids and (bake is None or bake(x._data))):
+                and id(x) not in input_ids and _bake(x._data)):
             specs.append(IRInput.constant(x._data))
         else:
             specs.append(IRInput(x._dtype))
@@ -257,3 +258,15 @@ def _make_ir(inputs, fused, old_outputs, input_ids, rows=None, reduce_ndim=0,
                          bool(rows and rows[id(f)])))
     return KernelIR(tuple(specs), tuple(ops_), tuple(ref[id(o)] for o in old_outputs),
                     reduce_ndim)
+
+
+def _bake(data) -> bool:
+    """Whether a scalar constant is written into a kernel's source. Non-integral finite floats
+    (0.999, 1/C of a mean, eps, a learning rate) are read at run time instead, as scalar
+    inputs: one kernel then serves every value, where baking them built a kernel per value
+    (a training loop with a decaying learning rate, a mean over rows of each length)."""
+    arr = np.asarray(data)
+    if arr.dtype.kind not in "fc":
+        return True
+    v = complex(arr.reshape(-1)[0])
+    return not (np.isfinite(v.real) and v.imag == 0 and v.real != int(v.real))

@@ -357,17 +357,6 @@ class _Feeds:
         return False
 
 
-def _bake(data) -> bool:
-    """Whether a scalar constant is written into a row kernel's source. Non-integral finite
-    floats (1/C of a mean, eps) are read at run time instead: one kernel then serves every
-    row length, where baking 1/C would build a new kernel per length."""
-    v = np.asarray(data).reshape(-1)[0]
-    if np.asarray(data).dtype.kind not in "fc":
-        return True
-    v = complex(v)
-    return not (np.isfinite(v.real) and v.imag == 0 and v.real != int(v.real))
-
-
 def _splits(a, members) -> bool:
     """A broadcast of region inputs is never a kernel output: the region computes its own
     copy (strides) and the node stays in the tape for its other consumers (as `fuse` splits
@@ -386,7 +375,7 @@ def _emit(members, nodes, pos, cons, output_ids, input_ids, space):
                 seen.add(id(x))
                 inputs.append(x)
     outs = [a for a in order if _is_output(a, ids, cons, output_ids)]
-    new = compiled_nodes(_make_ir(inputs, order, outs, input_ids, members, space.k, _bake),
+    new = compiled_nodes(_make_ir(inputs, order, outs, input_ids, members, space.k),
                          inputs, outs)
     split = {id(a) for a in order if _splits(a, ids)
              and any(id(c) not in ids for c in cons.get(id(a), ()))}

@@ -9,11 +9,12 @@ run time from the buffers they are given.
 Value references (`Ref`) are integers: `0 .. len(inputs)-1` name the inputs, and
 `len(inputs) + i` names the result of `ops[i]`.
 
-Scalar constants (size-1 arrays with data and no primitive that are not function inputs) are
-*baked*: their exact bytes are stored in the IR, so NaN, +-Inf and every float (float64
-`math.pi` included) round-trip bit for bit, and kernels for different constants get different
-keys. Their arrays stay inputs of the `Compiled` node (so the shape rule sees their shape), but a
-backend never needs to read them at run time.
+Scalar constants (size-1 arrays with data and no primitive that are not function inputs) that
+are booleans, integers or integral, infinite or NaN floats are *baked*: their exact bytes are
+stored in the IR, so they round-trip bit for bit, and kernels for different constants get
+different keys. Other floats (0.999, eps, 1/C, a learning rate) are ordinary run-time inputs, so
+one kernel serves every value (fuse.py `_bake`). A baked constant's array stays an input of the
+`Compiled` node (so the shape rule sees its shape), but a backend never reads it at run time.
 
 The IR is a frozen dataclass: equal regions compare equal and hash equal (constants compare by
 their bytes, so two NaN constants are equal), `str()` renders it readably, and `key` is a stable

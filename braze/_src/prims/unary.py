@@ -219,16 +219,27 @@ def _sigmoid(x):
     return np.exp(-np.logaddexp(np.zeros((), x.dtype), -x))
 
 
-try:  # SciPy is optional: used when installed (faster), the NumPy versions otherwise
-    from scipy import special as _special
-except Exception:  # pragma: no cover
-    _special = None
+def _scipy_special():
+    """SciPy's special functions when installed (faster), else None; imported on first use
+    (it is a quarter of `import braze.core`'s time)."""
+    global _special
+    if _special is False:
+        try:
+            from scipy import special
+        except Exception:  # pragma: no cover
+            special = None
+        _special = special
+    return _special
+
+
+_special = False  # not looked for yet
 
 
 def _erf(x):
-    if _special is not None:
+    special = _scipy_special()
+    if special is not None:
         xf, dt = _as_f32(x)
-        r = _special.erf(xf)
+        r = special.erf(xf)
         return r if dt is None else r.astype(dt)
     r = erf64(x)  # float64 arithmetic; lower precisions round once
     return r if r.dtype == x.dtype else r.astype(x.dtype)
