@@ -10,7 +10,7 @@ shape in turn, so load that drifts during the run touches all of them alike.
     python benchmarks/conv_bench.py --old /tmp/conv_old           # also an older checkout
     python benchmarks/conv_bench.py --new /tmp/conv_new --old /tmp/conv_old   # two snapshots
     python benchmarks/conv_bench.py --only resnet3x3,conv1d --repeat 5 --json out.jsonl
-    python benchmarks/conv_bench.py --threads 1      # BLAS on one thread in every library
+    python benchmarks/conv_bench.py --threads 1 --cpu-time   # one core's work, robust to load
 """
 from __future__ import annotations
 
@@ -44,17 +44,17 @@ def _inputs(name):
     return op, x, w, kw
 
 
-def _best_time(fn, repeat):
+def _best_time(fn, repeat, clock):
     fn()  # warm-up (allocations, BLAS threads, first-call costs)
     times = []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = clock()
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(clock() - t)
     return min(times)
 
 
-def worker(lib, names, repeat):
+def worker(lib, names, repeat, clock):
     """Time every shape with one library (`braze` from sys.path, or `mlx`); JSON lines out."""
     mx = __import__("mlx.core" if lib == "mlx" else "braze.core", fromlist=["core"])
     for name in names:
@@ -72,19 +72,19 @@ def worker(lib, names, repeat):
             outs, grads = mx.vjp(lambda a, b: f(a, b, **kw), [xa, wa], [ct])
             mx.eval(outs, grads)
 
-        print(json.dumps(dict(lib=lib, shape=name, fwd=_best_time(fwd, repeat),
-                              fwd_bwd=_best_time(fwd_bwd, repeat))), flush=True)
+        print(json.dumps(dict(lib=lib, shape=name, fwd=_best_time(fwd, repeat, clock),
+                              fwd_bwd=_best_time(fwd_bwd, repeat, clock))), flush=True)
 
 
-def _run(label, lib, path, names, repeat, threads):
+def _run(label, lib, path, names, a):
     env = dict(os.environ)
-    if threads:
-        env.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-                   MKL_NUM_THREADS=str(threads))
+    if a.threads:
+        n = str(a.threads)
+        env.update(OPENBLAS_NUM_THREADS=n, OMP_NUM_THREADS=n, MKL_NUM_THREADS=n)
     if path:
         env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, __file__, "--worker", lib, "--only", ",".join(names),
-           "--repeat", str(repeat)]
+           "--repeat", str(a.repeat)] + (["--cpu-time"] if a.cpu_time else [])
     print(f"... {label}: {','.join(names)}", file=sys.stderr, flush=True)
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode:
@@ -121,18 +121,21 @@ def main():
     p.add_argument("--json", help="append one record per library and shape to this file")
     p.add_argument("--no-mlx", action="store_true")
     p.add_argument("--threads", type=int, help="BLAS/OpenMP threads of every library")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="time the process's CPU seconds (all threads) instead of wall time")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args()
     names = a.only.split(",")
     if a.worker:
-        return worker(a.worker, names, a.repeat)
+        return worker(a.worker, names, a.repeat,
+                      time.process_time if a.cpu_time else time.perf_counter)
     here = a.new or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     runs = [("braze", "braze", here)] + ([("old", "braze", a.old)] if a.old else [])
     runs += [] if a.no_mlx else [("mlx", "mlx", None)]
     results = {label: {} for label, _, _ in runs}
     for name in names:
         for label, lib, path in runs:
-            results[label].update(_run(label, lib, path, [name], a.repeat, a.threads))
+            results[label].update(_run(label, lib, path, [name], a))
     results = {k: v for k, v in results.items() if v}
     _table(results, names)
     if a.json:
