@@ -63,6 +63,20 @@ def test_forward_and_gradients(name, xs, ws, kw):
                                    atol=1e-7)
 
 
+@pytest.mark.parametrize("xs", [(1, 300, 8, 64), (3, 40, 40, 32)], ids=["rows", "images"])
+def test_depthwise_in_cache_blocks_matches_dense(xs):
+    # big enough to be cut into blocks (of output rows, of images): against the same
+    # convolution with a dense block-diagonal weight, which takes the GEMM path
+    C = xs[-1]
+    x, w = _pair(xs, (C, 3, 3, 1))
+    dense = np.zeros((C, 3, 3, C))
+    dense[np.arange(C), :, :, np.arange(C)] = w[..., 0]
+    got = mx.conv2d(mx.array(x, dtype=mx.float64), mx.array(w, dtype=mx.float64), padding=1,
+                    groups=C)
+    want = mx.conv2d(mx.array(x, dtype=mx.float64), mx.array(dense, dtype=mx.float64), padding=1)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
+
+
 def test_unread_input_has_zero_gradient():
     # stride 2 over padding 1: the one input element sits between the windows
     x = mx.array(np.ones((1, 1, 2)), dtype=mx.float64)
