@@ -22,38 +22,39 @@ _COPY = Copy()
 
 def _shapeless_avals(prim, ins, site, fun_name):
     """The output (shape, dtype)s of `prim` re-inferred from the new inputs `ins`."""
-    where = f" (created at {site})" if site else ""
     if not prim.reinfers_shape:
         raise ValueError(
             f"[compile] {prim.name} cannot infer its output shape, so `{fun_name}` cannot be "
-            f"compiled with shapeless=True{where}. Compile it with shapeless=False (it then "
-            "retraces for each new input shape), or express the operation with ops whose "
+            f"compiled with shapeless=True{_where(site)}. Compile it with shapeless=False (it "
+            "then retraces for each new input shape), or express the operation with ops whose "
             "shape follows their inputs.")
     try:
         avals = prim.abstract_eval(*ins)
     except (ValueError, TypeError) as e:
         raise ValueError(
-            f"[compile] {prim.name} in shapeless `{fun_name}`{where}: {e} The trace baked "
-            "sizes that this input does not fit: use -1 in reshapes, flatten/unflatten, or "
-            "ops whose shape follows their inputs (or shapeless=False).") from None
-    if prim.kernel_op is not None:  # elementwise: its inputs broadcast to its output
-        _check_broadcast(prim, ins, avals[0][0], where, fun_name)
+            f"[compile] {prim.name} in shapeless `{fun_name}`{_where(site)}: {e} The trace "
+            "baked sizes that this input does not fit: use -1 in reshapes, flatten/unflatten, "
+            "or ops whose shape follows their inputs (or shapeless=False).") from None
+    if prim.kernel_op is not None:  # elementwise: each input broadcasts to the output
+        shape = avals[0][0]
+        for x in ins[:prim.shape_only_from]:  # shape-only inputs do not count (None: all)
+            if x._shape != shape and not _broadcasts(x._shape, shape):
+                raise ValueError(
+                    f"[{prim.name}] Unable to infer broadcast shape: an input of shape "
+                    f"{x._shape} does not broadcast to the traced shape {shape} in shapeless "
+                    f"`{fun_name}`{_where(site)}.")
     return avals
 
 
-def _check_broadcast(prim, ins, shape, where, fun_name):
-    """An elementwise op whose output shape was baked (a broadcast to a fixed shape) must
-    still receive inputs that broadcast to it."""
-    read = ins[:prim.shape_only_from]  # shape-only inputs do not count (None: all)
+def _where(site) -> str:
+    return f" (created at {site})" if site else ""
+
+
+def _broadcasts(shape, to) -> bool:
     try:
-        ok = broadcast_shapes(*[x.shape for x in read], shape) == tuple(shape)
+        return broadcast_shapes(shape, to) == tuple(to)
     except ValueError:
-        ok = False
-    if not ok:
-        shapes = ", ".join(str(x.shape) for x in read)
-        raise ValueError(
-            f"[{prim.name}] Unable to infer broadcast shape: inputs of shape {shapes} do not "
-            f"broadcast to the traced shape {shape} in shapeless `{fun_name}`{where}.")
+        return False
 
 
 class ReplayPlan:

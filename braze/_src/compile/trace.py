@@ -61,14 +61,20 @@ def _internal(code) -> bool:
     return v
 
 
-def user_site(frame) -> str | None:
-    """'file:line: source' of the first frame at or above `frame` outside braze."""
+class Site(tuple):
+    """(file, line) of user code; prints as 'file:line: source', read only when shown (a
+    shapeless trace records one per node)."""
+
+    def __str__(self):
+        name, line = self
+        return f"{name}:{line}: {linecache.getline(name, line).strip()}"
+
+
+def user_site(frame) -> Site | None:
+    """The site of the first frame at or above `frame` outside braze."""
     while frame is not None and _internal(frame.f_code):
         frame = frame.f_back
-    if frame is None:
-        return None
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}: {line}"
+    return None if frame is None else Site((frame.f_code.co_filename, frame.f_lineno))
 
 
 def stacklevel() -> int:
