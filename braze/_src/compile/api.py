@@ -478,6 +478,7 @@ class CompiledFunction:
             if found is None:  # compile disabled, or inside a transform
                 return self._fun(*args, **kwargs)
             entry, real = found
+            held = _read_state(None, implicit)[1]  # as a trace may have left them
         outs = entry.plan.run(real, self._replay_name)
         if entry.n_out < len(outs):  # the outputs tree as it is now (MLX's tree_fill)
             _fill_state(self._outputs, held, outs, entry.n_out)

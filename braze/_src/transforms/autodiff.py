@@ -97,8 +97,10 @@ def _dependent_tape(outputs, tracers, kind, stop=()):
     for a, ins in order:
         if a._prim is None or not any(id(x) in dep for x in ins):
             continue
-        if kind == "vjp" and a._prim.name == "StopGradient":
-            continue  # as in MLX, its output depends on nothing: indices may be built from it
+        # stop_gradient (a no-op without a derivative): as in MLX its output depends on
+        # nothing, so indices may be built from it
+        if kind == "vjp" and a._prim.noop and not a._prim.differentiable:
+            continue
         for o in _node_outputs(a):
             dep.add(id(o))
         key = _node_key(a)
@@ -445,6 +447,10 @@ def _fill_in_place(tree, it):
     if isinstance(tree, tuple):
         items = [_fill_in_place(v, it) for v in tree]
         return type(tree)(*items) if hasattr(type(tree), "_fields") else type(tree)(items)
+    node = T.node_parts(tree)
+    if node is not None:  # a dataclass or registered container: rebuilt, not changed
+        children, rebuild = node
+        return rebuild([_fill_in_place(v, it) for v in children])
     return next(it)
 
 
@@ -459,6 +465,9 @@ def _restore_in_place(tree, back):
                 _restore_in_place(v, back)
     elif isinstance(tree, tuple):
         for v in tree:
+            _restore_in_place(v, back)
+    elif T.node_parts(tree) is not None:  # its lists and dicts were filled in place
+        for v in T.node_parts(tree)[0]:
             _restore_in_place(v, back)
 
 
