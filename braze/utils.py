@@ -1,5 +1,7 @@
-"""MLX's `mlx.utils`: tree helpers for nested lists, tuples and dicts of arrays."""
+"""MLX's `mlx.utils`: tree helpers for nested lists, tuples and dicts of arrays; and, beyond MLX,
+`register_pytree_node` (containers of your own for compile and the transforms)."""
 from braze._src.tree import (  # noqa: F401
+    register_pytree_node,
     tree_flatten,
     tree_map,
     tree_map_with_path,
@@ -9,4 +11,4 @@ from braze._src.tree import (  # noqa: F401
 )
 
 __all__ = ["tree_map", "tree_map_with_path", "tree_flatten", "tree_unflatten", "tree_reduce",
-           "tree_merge"]
+           "tree_merge", "register_pytree_node"]

@@ -776,3 +776,22 @@ def test_nonfinite_and_exact_constants_roundtrip():
     fn = lambda x: mx.where(x > 0, x * math.pi, mx.array(math.nan, mx.float64))  # noqa: E731
     a, b = mx.compile(fn)(x), fn(x)
     assert a[0].item() == b[0].item() and math.isnan(a[1].item())
+
+
+def test_checks_verify_the_tape_after_every_pass():
+    def broken(tape):  # a pass that drops a node another node still reads
+        tape.nodes = tape.nodes[1:]
+        return tape
+
+    f = lambda x: mx.exp(x) * 2 + mx.sin(x)  # noqa: E731
+    with config.override(checks=True):  # every real pass keeps the contract
+        np.testing.assert_allclose(np.asarray(mx.compile(f)(mx.array([0.5]))),
+                                   np.exp(0.5) * 2 + np.sin(0.5), rtol=1e-6)
+    bad = pipeline.Pass("broken", broken, "simplify")
+    saved = pipeline.PASSES
+    pipeline.PASSES = (bad,) + saved
+    try:
+        with config.override(checks=True), pytest.raises(RuntimeError, match="after broken"):
+            mx.compile(lambda x: mx.exp(x) * 2)(mx.array([0.5]))
+    finally:
+        pipeline.PASSES = saved

@@ -1,36 +1,43 @@
-"""Pytrees: nested lists, tuples (NamedTuples included) and dicts (subclasses included).
+"""Pytrees: nested lists, tuples (NamedTuples included) and dicts (subclasses included); for the
+transforms and compile also dataclass instances and registered containers.
 
 Two layers live here:
 
 * `flatten(tree) -> (leaves, treedef)` and `unflatten(treedef, leaves)`: the structural pair
   the transforms and compile use. A `TreeDef` is hashable and comparable, so it can be part of
-  a cache key.
+  a cache key. Beyond MLX, a dataclass instance is a container of its `init` fields (rebuilt
+  with `cls(**fields)`; `field(metadata={"static": True})` marks a field that is structure,
+  not a leaf), and `register_pytree_node(cls, flatten, unflatten)` makes any class
+  one (a KV cache object, a parameter bundle).
 * MLX's `mlx.utils` functions (`tree_map`, `tree_map_with_path`, `tree_flatten`,
   `tree_unflatten`, `tree_reduce`, `tree_merge`) with MLX's exact behaviour, re-exported by
   `braze.utils`.
 
-Everything that is not a list, tuple or dict is a leaf (None included), unless `is_leaf` says
-so first. Recursion depth is the nesting depth of the tree, not its size.
+For MLX's functions everything that is not a list, tuple or dict is a leaf (None included),
+unless `is_leaf` says so first, exactly as in MLX. Recursion depth is the nesting depth of the
+tree, not its size.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict, defaultdict
 from itertools import zip_longest
 from typing import Any, Callable, Optional
 
 __all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "map_structure",
-           "tree_map", "tree_map_with_path", "tree_flatten", "tree_unflatten", "tree_reduce",
-           "tree_merge"]
+           "register_pytree_node", "tree_map", "tree_map_with_path", "tree_flatten",
+           "tree_unflatten", "tree_reduce", "tree_merge"]
 
 
 # -- structural flatten / unflatten ---------------------------------------------------------
 class TreeDef:
     """The shape of a pytree without its leaves.
 
-    kind: "leaf", "list", "tuple" or "dict"; `type` is the container's class (rebuilt as that
-    class: NamedTuples by position, list/tuple subclasses from an iterable, OrderedDict and
-    defaultdict as themselves, other dict subclasses as plain dicts, as MLX does); `keys` are
-    the dict keys in order; `children` the sub-TreeDefs.
+    kind: "leaf", "list", "tuple", "dict" or "node" (a dataclass or registered class); `type`
+    is the container's class (rebuilt as that class: NamedTuples by position, list/tuple
+    subclasses from an iterable, OrderedDict and defaultdict as themselves, other dict
+    subclasses as plain dicts, as MLX does); `keys` are the dict keys in order, or a node's
+    hashable auxiliary data (a dataclass's field names); `children` the sub-TreeDefs.
     """
 
     __slots__ = ("kind", "type", "keys", "children", "num_leaves", "_hash", "_extra")
@@ -69,6 +76,8 @@ class TreeDef:
             inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.keys, self.children))
             return f"{self.type.__name__}({{{inner}}})" if self.type is not dict else f"{{{inner}}}"
         inner = ", ".join(repr(c) for c in self.children)
+        if self.kind == "node":
+            return f"{self.type.__name__}({inner})"
         if self.type is list:
             return f"[{inner}]"
         if self.type is tuple:
@@ -80,6 +89,61 @@ class TreeDef:
 
 
 LEAF = TreeDef("leaf")
+
+#: class -> (flatten(obj) -> (children, aux), unflatten(aux, children) -> obj)
+_NODES: dict = {}
+
+
+def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable) -> None:
+    """Make instances of `cls` containers for `mx.compile`, `grad`, `vmap` and friends.
+
+    `flatten_fn(obj)` returns `(children, aux)`: a sequence of subtrees and hashable data that
+    rebuilds the object with them (it is part of compile's cache key);
+    `unflatten_fn(aux, children)` returns the rebuilt object. Example, a KV cache::
+
+        register_pytree_node(KVCache, lambda c: ((c.keys, c.values), c.offset),
+                             lambda offset, kv: KVCache(*kv, offset))
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"[register_pytree_node] Expected a class, got {cls!r}.")
+    if not callable(flatten_fn) or not callable(unflatten_fn):
+        raise TypeError("[register_pytree_node] flatten_fn and unflatten_fn must be callable.")
+    _NODES[cls] = (flatten_fn, unflatten_fn)
+
+
+def _node_rules(tree):
+    """(flatten, unflatten) when `tree` is a registered or dataclass instance, else None."""
+    rules = _NODES.get(type(tree))
+    if rules is None and dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+        rules = _DATACLASS
+    return rules
+
+
+def node_parts(tree):
+    """(children, rebuild) for a dataclass or registered instance, `rebuild(children)` making
+    a new one of the same structure; None for anything else."""
+    rules = _node_rules(tree)
+    if rules is None:
+        return None
+    children, aux = rules[0](tree)
+    unflatten_fn = rules[1] or _dataclass_unflatten(type(tree))
+    return list(children), lambda new: unflatten_fn(aux, new)
+
+
+def _dataclass_flatten(obj):
+    """Children: the `init` fields; a field declared `field(metadata={"static": True})` is
+    auxiliary data instead (part of the structure and of compile's key, never traced)."""
+    fields = [f for f in dataclasses.fields(obj) if f.init]
+    names = tuple(f.name for f in fields if not f.metadata.get("static"))
+    static = tuple((f.name, getattr(obj, f.name)) for f in fields if f.metadata.get("static"))
+    return [getattr(obj, n) for n in names], (names, static)
+
+
+def _dataclass_unflatten(cls):
+    return lambda aux, children: cls(**dict(zip(aux[0], children)), **dict(aux[1]))
+
+
+_DATACLASS = (_dataclass_flatten, None)  # unflattened by its class (TreeDef.type)
 
 
 def _flatten(tree, is_leaf, out) -> TreeDef:
@@ -95,6 +159,10 @@ def _flatten(tree, is_leaf, out) -> TreeDef:
         extra = tree.default_factory if isinstance(tree, defaultdict) else None
         return TreeDef("dict", type(tree), keys, [_flatten(tree[k], is_leaf, out) for k in keys],
                        extra)
+    rules = _node_rules(tree)
+    if rules is not None:
+        children, aux = rules[0](tree)
+        return TreeDef("node", type(tree), (aux,), [_flatten(c, is_leaf, out) for c in children])
     out.append(tree)
     return LEAF
 
@@ -125,6 +193,10 @@ def _build(td: TreeDef, it):
         if t is tuple:
             return tuple(children)
         return t(*children) if hasattr(t, "_fields") else t(children)
+    if td.kind == "node":
+        rules = _NODES.get(t)
+        unflatten_fn = rules[1] if rules is not None else _dataclass_unflatten(t)
+        return unflatten_fn(td.keys[0], children)
     pairs = zip(td.keys, children)
     if t is dict:
         return dict(pairs)

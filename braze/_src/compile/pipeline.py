@@ -8,7 +8,8 @@
 
 `BRAZE_COMPILE_MODE` switches groups off (`no_simplify`, `no_reduce_fusion`: the rows group,
 `no_fuse`: rows and fuse). At `BRAZE_DEBUG=3` every pass prints the tape after it, or
-"unchanged" when it changed nothing. `PASSES` is read at every trace, so a tool can wrap the
+"unchanged" when it changed nothing; with `BRAZE_CHECKS=1` the tape's contract is verified after
+each (`Tape.check`). `PASSES` is read at every trace, so a tool can wrap the
 passes (benchmarks/compile_latency.py times each one).
 """
 from __future__ import annotations
@@ -66,6 +67,8 @@ def run(tape: Tape, groups=None, name: str = "", trace_no: int = 0) -> Tape:
             continue
         before = _fingerprint(tape) if show else None
         tape = p.run(tape)
+        if cfg.checks:
+            tape.check(p.name)
         if show and _fingerprint(tape) == before:
             diag.show_unchanged(name, trace_no, p.name)
         else:

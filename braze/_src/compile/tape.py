@@ -75,6 +75,30 @@ class Tape:
         return Tape(self.inputs, [new.get(id(o), o) for o in self.outputs],
                     [new[id(a)] for a in self.nodes])
 
+    def check(self, after: str) -> None:
+        """Raise RuntimeError when the tape breaks its contract (BRAZE_CHECKS=1 runs this after
+        every pass): nodes in topological order, each once, siblings together; every input and
+        output a placeholder, a constant or a node of the tape."""
+        known = {id(x) for x in self.inputs}
+        i, nodes = 0, self.nodes
+        while i < len(nodes):
+            group = nodes[i]._siblings or (nodes[i],)
+            if tuple(nodes[i:i + len(group)]) != tuple(group):
+                raise RuntimeError(f"[compile] after {after}: siblings of node {i} are apart")
+            for x in group[0]._inputs:
+                if id(x) not in known and (x._prim is not None or x._data is None):
+                    raise RuntimeError(f"[compile] after {after}: node {i} "
+                                       f"({group[0]._prim!r}) reads an array the tape does "
+                                       "not compute before it")
+            for s in group:
+                if id(s) in known:
+                    raise RuntimeError(f"[compile] after {after}: node {i} appears twice")
+                known.add(id(s))
+            i += len(group)
+        for o in self.outputs:
+            if id(o) not in known and (o._prim is not None or o._data is None):
+                raise RuntimeError(f"[compile] after {after}: an output is not computed")
+
     def text(self) -> str:
         """Readable Python-like listing: one line per node, `%n = Prim(params)(%a, %b)`."""
         names = {}
