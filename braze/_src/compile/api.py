@@ -717,11 +717,91 @@ def _declares(tree, obj) -> bool:
 
 
 def compile(fun=None, inputs=None, outputs=None, shapeless=False):  # noqa: A001
-    """Compile `fun`: trace it once per input signature into a graph, simplify and fuse it,
-    and replay the graph on later calls (MLX's `mx.compile`).
+    """Return a compiled version of `fun` (MLX's `mx.compile`).
 
-    Usable as `mx.compile(f)`, `@mx.compile`, `@mx.compile(shapeless=True)`,
-    `@mx.compile(inputs=state, outputs=state)` and through `functools.partial`.
+    The first call with a new input signature *traces* `fun`: it runs once on placeholder
+    arrays (a shape and a dtype, no values) and the recorded graph is simplified (constant
+    merging, no-op removal, CSE, dead-code elimination) and fused into kernels. Every later
+    call with the same signature *replays* the stored graph on the new inputs without running
+    the Python function. Outputs are lazy, like any braze array.
+
+    Forms: ``mx.compile(f)``, ``@mx.compile``, ``@mx.compile(shapeless=True)``,
+    ``@mx.compile(inputs=state, outputs=state)`` and ``functools.partial(mx.compile, ...)``.
+    With ``fun=None`` the call returns a decorator. The result keeps ``__name__``,
+    ``__doc__``, ``__qualname__`` and the signature of `fun`.
+
+    Args:
+        fun: The function to compile. Its arguments and results are trees (lists, tuples,
+            dicts, NamedTuples, dataclasses, classes registered with
+            `braze.utils.register_pytree_node`) of arrays, Python scalars, strings and None.
+        inputs: A tree of captured state (arrays, `nn.Module` parameters, optimizer state,
+            `mx.random.state`, ...) that `fun` reads without receiving it as an argument.
+            It is flattened again on every call, so updates made outside are seen.
+        outputs: A tree of captured state that `fun` updates; after every call the new arrays
+            are written back into it (arrays the function created in the tree, such as an
+            optimizer's first state, included). Updates to `inputs=` state that no `outputs=`
+            tree covers happen only during the trace: a `RuntimeWarning` says so, once.
+        shapeless: When True, array shapes are not part of the cache key (only dtype and
+            ndim are): one trace serves every size and each node's shape is re-inferred per
+            call. Ops whose output shape is baked from trace-time sizes cannot replay on a new
+            size and raise (see below).
+
+    Returns:
+        A `CompiledFunction` that calls like `fun` (or, for ``fun=None``, a decorator that
+        makes one).
+
+    Cache key. Entries are per thread and per function object (two ``mx.compile(f)`` of the
+    same `f` share them); a call retraces unless all of these match a cached entry: the
+    argument tree structure (container types, dict keys and their order, keyword order);
+    each array argument's dtype, ndim and shape (not the shape when shapeless); the value
+    of every Python scalar, string and None argument (floats bit for bit); the number,
+    dtypes and shapes of the captured `inputs=` arrays. Array *values*, closure variables
+    and globals are not in the key: a closure array that is not declared in `inputs=` is a
+    constant baked in at the first trace. Pass changing Python scalars as arrays to avoid a
+    retrace per value. A trace that raises leaves no entry; entries are freed when the
+    compiled function is garbage-collected. `mx.random.state` is captured implicitly, so
+    undeclared random draws advance the key as they would uncompiled (MLX bakes the key).
+
+    Calling the compiled function inside `grad`, `vjp`, `jvp`, `vmap` or another compiled
+    function runs `fun` itself (it is inlined into the outer trace); compile the transform
+    (``mx.compile(mx.grad(f))``) to compile the whole computation.
+
+    ``f.stats()`` returns a dict about the cache: ``hits``; ``misses`` (a dict from reason,
+    e.g. ``"first call"``, ``"shape"``, ``"dtype"``, ``"ndim"``, ``"value"``, ``"type"``,
+    ``"structure"``, ``"captured"``, to a count); ``traces``; ``miss_reasons`` (one text per
+    trace naming what changed); and, summed over the entries cached in the calling thread,
+    ``cached_entries``, ``fused_kernels``, ``row_kernels`` (kernels with fused reductions),
+    ``fused_reductions``, ``primitives_before_fusion``/``primitives_after_fusion`` and their
+    per-primitive ``primitive_counts_before_fusion``/``primitive_counts_after_fusion``.
+
+    Raises:
+        TypeError: At compile time, if `fun` is not callable.
+        ValueError: At call time, if an argument is not a tree of arrays and constants; if
+            the trace reads a value (``.item()``, ``bool(x)``, ``print(x)``, NumPy
+            conversion, ``mx.eval`` of a traced array); if `fun` uses an array of another
+            trace (a leaked tracer) or reads from a closure an array that it also gets as an
+            argument; and, with ``shapeless=True``, if an op cannot re-infer its shape for
+            the new input sizes (the message names the op and the line that made it).
+
+    Warns:
+        RuntimeWarning: once, when one function is traced more than 16 times
+        (``BRAZE_COMPILE_RETRACE_LIMIT``), listing the reasons; and once, when `fun`
+        updates `inputs=` state that no `outputs=` tree writes back.
+
+    Debugging: `mx.disable_compile()` (or ``BRAZE_DISABLE_COMPILE=1``/``MLX_DISABLE_COMPILE``)
+    makes compiled functions call `fun` directly, so ``print`` and breakpoints work;
+    `mx.enable_compile()` switches back. ``BRAZE_DEBUG=1`` prints a line per trace saying what
+    changed, ``BRAZE_DEBUG=2``/``3`` print the tape (after every pass at 3), and
+    ``BRAZE_DUMP_DIR`` writes them to files. See docs/compile.md and docs/env_vars.md.
+
+    Example:
+        >>> @mx.compile
+        ... def gelu(x):
+        ...     return x * (1 + mx.erf(x / 2 ** 0.5)) / 2
+        >>> y = gelu(mx.array([1.0, 2.0]))   # traced
+        >>> y = gelu(mx.array([3.0, 4.0]))   # replayed
+        >>> gelu.stats()["traces"], gelu.stats()["hits"]
+        (1, 1)
     """
     if fun is None:
         return functools.partial(compile, inputs=inputs, outputs=outputs, shapeless=shapeless)
