@@ -1186,7 +1186,7 @@ def test_large_row_kernels_split_across_threads():
     x = rng.standard_normal((512, 1024)).astype(np.float32)
     w = rng.uniform(0.5, 1.5, 1024).astype(np.float32)
     b = rng.standard_normal(1024).astype(np.float32)
-    prev = threads.set_threshold(threads.DEFAULT_THRESHOLD)
+    prev = threads.set_split_cost(0)  # every launch of these sizes splits
     try:
         res = {}
         for nt in (1, 2):
@@ -1196,7 +1196,7 @@ def test_large_row_kernels_split_across_threads():
                            as_np(fresh(f_layer_norm)(arr(x), arr(w), arr(b))))
                 assert threads.POOL.launches == n + (2 if nt > 1 else 0)
     finally:
-        threads.set_threshold(prev)
+        threads.set_split_cost(prev)
     for a, b_ in zip(res[1], res[2]):
         np.testing.assert_array_equal(a, b_)  # rows are split, each row computed the same way
     check(res[2][0], softmax64(x), RTOL[mx.float32])

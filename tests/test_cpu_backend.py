@@ -367,16 +367,16 @@ def test_debug_4_prints_kernel_source(cpu, capfd):
 def test_threads_give_identical_results(cpu):
     x = mx.array(np.random.default_rng(0).standard_normal(300_001).astype(np.float32))
     f = mx.compile(lambda v: mx.sigmoid(v) * v + 2.0)
-    prev = threads.set_threshold(1 << 40)
+    prev = threads.set_split_cost(float("inf"))
     try:
         one = np.asarray(f(x))
-        threads.set_threshold(1000)
+        threads.set_split_cost(0)
         with config.override(num_threads=3):
             n = threads.POOL.launches
             many = np.asarray(f(x))
             assert threads.POOL.launches == n + 1
     finally:
-        threads.set_threshold(prev)
+        threads.set_split_cost(prev)
     np.testing.assert_array_equal(one, many)
 
 

@@ -1,34 +1,54 @@
-"""A persistent pool of worker threads for large kernels.
+"""Kernel launches split across threads by dynamic chunk claiming.
 
-Kernels are compiled `nogil=True` and take an index range [start, stop), so a launch over n
-elements is split into one contiguous chunk per thread: the calling thread runs the first
-chunk itself and the workers the others, in parallel (the GIL is released inside the kernel).
+Kernels are compiled `nogil=True` and take an index range [start, stop), so a launch can be
+cut into chunks that any thread may run. A split launch is posted to the persistent workers
+and the calling thread starts on the chunks at once; each thread claims the next unclaimed
+chunk when it finishes one. The caller only ever waits for chunks a worker has claimed and is
+running, never for a worker that has not started: when another process holds a core, the
+worker on it simply claims fewer chunks (or none) and the caller does the rest.
 
-Waking a worker and joining it costs 75-90 us round trip on the project's machines, so only
-launches of at least `threshold()` elements are split (see docs/kernels.md for the
-measurement); smaller ones, and launches made while the pool is busy with another thread's
-launch, run on the calling thread. `BRAZE_NUM_THREADS` (0: the number of cores) caps the
-threads, the caller included.
+Whether a launch is split is decided from its measured cost: the first launch of a kernel
+times a probe chunk on the calling thread, every unsplit launch updates the kernel's time per
+element, and a launch is split when its expected single-thread time is at least
+`split_cost()` seconds (the point where a second thread gains, docs/kernels.md). Chunks are
+sized in time too (`_chunk_items`), so the last chunk a worker holds costs the caller little.
+
+An interrupt (Ctrl-C) while a launch runs stops further claims and waits for the chunks in
+flight before it propagates: no buffer of the launch is released while a worker writes to it.
+`BRAZE_NUM_THREADS` (0: the number of cores) caps the threads, the caller included.
 """
 from __future__ import annotations
 
 import os
 import threading
+import time
+from queue import SimpleQueue
 
 from ... import config
 
-#: elements below which a launch stays on the calling thread (measured, docs/kernels.md)
-DEFAULT_THRESHOLD = 1 << 18
-_threshold = [DEFAULT_THRESHOLD]
+#: expected single-thread seconds from which a launch is split (measured, docs/kernels.md)
+DEFAULT_SPLIT_COST = 150e-6
+_split_cost = [DEFAULT_SPLIT_COST]
+#: elements below which a launch is neither timed nor split (too short to gain or to measure)
+MIN_ITEMS = 1 << 12
+#: elements of the timed probe chunk a kernel's first large launch starts with
+PROBE_ITEMS = 1 << 16
+#: seconds of work per chunk: at least CHUNK_MIN, else an eighth of a thread's share
+CHUNK_MIN = 40e-6
+CHUNKS_PER_THREAD = 8
+
+_COST: dict = {}  # kernel -> measured seconds per element on one thread
 
 
-def threshold() -> int:
-    return _threshold[0]
+def split_cost() -> float:
+    return _split_cost[0]
 
 
-def set_threshold(n: int) -> int:
-    prev = _threshold[0]
-    _threshold[0] = int(n)
+def set_split_cost(seconds: float) -> float:
+    """Set the split threshold (0: split every launch of at least MIN_ITEMS elements, which
+    the tests use); returns the previous one."""
+    prev = _split_cost[0]
+    _split_cost[0] = float(seconds)
     return prev
 
 
@@ -47,92 +67,158 @@ def num_threads() -> int:
     return max(1, n if n > 0 else _CORES)
 
 
-class _Worker:
-    __slots__ = ("thread", "cv", "task", "done", "error")
+def _measure(fn, start, stop, args, unit) -> None:
+    """Run fn over [start, stop) and fold its time per element into `_COST[fn]`."""
+    t0 = time.perf_counter()
+    fn(start, stop, *args)
+    _record(fn, time.perf_counter() - t0, (stop - start) * unit)
 
-    def __init__(self, idx):
+
+def _record(fn, seconds, elements) -> None:
+    """Fold a measured time into `_COST[fn]`: a moving average, where one sample (a thread
+    descheduled mid-kernel) raises the estimate by at most 75 %."""
+    per = seconds / elements
+    old = _COST.get(fn)
+    _COST[fn] = per if old is None else 0.75 * old + 0.25 * min(per, 4 * old)
+
+
+class _Launch:
+    """One split launch: fn over [next, n) in chunks of `step` indices, claimed one at a time
+    by whichever threads are running. `running` counts claimed chunks not yet finished."""
+
+    __slots__ = ("fn", "args", "n", "step", "next", "running", "cv", "error")
+
+    def __init__(self, fn, args, start, n, step):
+        self.fn = fn
+        self.args = args
+        self.n = n
+        self.step = step
+        self.next = start
+        self.running = 0
         self.cv = threading.Condition(threading.Lock())
-        self.task = None
-        self.done = True
         self.error = None
-        self.thread = threading.Thread(target=self._loop, name=f"braze-kernel-{idx}",
-                                       daemon=True)
-        self.thread.start()
 
-    def _loop(self):
-        cv = self.cv
+    def claim(self) -> int:
+        with self.cv:
+            lo = self.next
+            if lo >= self.n:
+                return -1
+            self.next = lo + self.step
+            self.running += 1
+            return lo
+
+    def finish(self) -> None:
+        with self.cv:
+            self.running -= 1
+            if not self.running:
+                self.cv.notify_all()
+
+    def work(self) -> int:
+        """Claim and run chunks until none is left; returns the indices this thread ran (fn
+        and args are read only while a claim is held: the caller drops them once the launch
+        is over)."""
+        ran = 0
         while True:
-            with cv:
-                while self.task is None:
-                    cv.wait()
-                fn, args = self.task
+            lo = self.claim()
+            if lo < 0:
+                return ran
+            ran += min(self.n, lo + self.step) - lo
             try:
-                fn(*args)
-            except BaseException as e:  # pragma: no cover - kernels do not raise
+                self.fn(lo, min(self.n, lo + self.step), *self.args)
+            except Exception as e:  # pragma: no cover - kernels do not raise
                 self.error = e
-            fn = args = None  # drop the buffers: a waiting worker must not keep them alive
-            with cv:
-                self.task = None
-                self.done = True
-                cv.notify_all()
+            finally:  # an interrupt of the caller propagates to `Pool.run`, which cancels
+                self.finish()
 
-    def submit(self, fn, args):
+    def join(self) -> None:
+        """Wait for the chunks in flight (interruptible: `cancel` handles an interrupt)."""
         with self.cv:
-            self.done = False
-            self.error = None
-            self.task = (fn, args)
-            self.cv.notify_all()
-
-    def wait(self):
-        with self.cv:
-            while not self.done:
+            while self.running:
                 self.cv.wait()
-        if self.error is not None:  # pragma: no cover
-            raise self.error
+
+    def cancel(self) -> None:
+        """Stop further claims and wait for the chunks in flight, through further interrupts
+        too: a worker may still be writing into this launch's buffers."""
+        with self.cv:
+            self.next = self.n
+        while True:
+            try:
+                self.join()
+                return
+            except KeyboardInterrupt:
+                continue
+
+
+def _serve(queue) -> None:
+    while True:
+        queue.get().work()
 
 
 class Pool:
     def __init__(self):
-        self._workers: list = []
-        self._busy = threading.Lock()
-        self.launches = 0  # launches that used more than one thread (tests read it)
+        self._queues: list = []
+        self._lock = threading.Lock()
+        self.launches = 0  # launches that were split (tests read it)
 
-    def _ensure(self, n):
-        while len(self._workers) < n:
-            self._workers.append(_Worker(len(self._workers)))
+    def _ensure(self, n) -> list:
+        if len(self._queues) < n:
+            with self._lock:
+                while len(self._queues) < n:
+                    q = SimpleQueue()
+                    threading.Thread(target=_serve, args=(q,), daemon=True,
+                                     name=f"braze-kernel-{len(self._queues)}").start()
+                    self._queues.append(q)
+        return self._queues[:n]
 
     def run(self, fn, n: int, args: tuple, unit: int = 1) -> int:
-        """fn(start, stop, *args) over [0, n): split across threads when n is large enough.
-        `unit` is the number of elements one index stands for (a row kernel's row length).
-        Returns the number of threads used."""
-        if n * unit < _threshold[0]:  # small launches never pay for a thread (hot path)
+        """fn(start, stop, *args) over [0, n), split across threads when its expected time
+        gains from it. `unit` is the number of elements one index stands for (a row kernel's
+        row length). Returns the number of threads offered the work."""
+        if n * unit < MIN_ITEMS:  # small launches never pay for a thread (hot path)
             fn(0, n, *args)
             return 1
+        start = 0
+        cost = _COST.get(fn)
+        if cost is None:  # a new kernel: time a probe chunk first
+            start = min(n, max(1, PROBE_ITEMS // unit))
+            _measure(fn, 0, start, args, unit)
+            cost = _COST[fn]
         nt = num_threads()
-        if nt <= 1 or n < 2 or not self._busy.acquire(blocking=False):
-            fn(0, n, *args)
+        work = (n - start) * unit * cost
+        if nt <= 1 or work < _split_cost[0] or n - start < 2:
+            if start < n:
+                _measure(fn, start, n, args, unit)
             return 1
+        step = _chunk_items(n - start, unit, cost, work, nt)
+        nt = min(nt, -(-(n - start) // step))
+        launch = _Launch(fn, args, start, n, step)
+        for q in self._ensure(nt - 1):
+            q.put(launch)
+        self.launches += 1
         try:
-            nt = min(nt, n, max(1, n * unit // max(1, _threshold[0] // 2)))
-            self._ensure(nt - 1)
-            # element chunks start on multiples of 64 elements (whole cache lines for every
-            # dtype); rows are split evenly
-            step = -(-n // nt)
-            if unit == 1:
-                step = -(-step // 64) * 64
-            bounds = [min(n, i * step) for i in range(nt + 1)]
-            used = []
-            for w, i in zip(self._workers, range(1, nt)):
-                if bounds[i] < bounds[i + 1]:
-                    w.submit(fn, (bounds[i], bounds[i + 1]) + args)
-                    used.append(w)
-            fn(bounds[0], bounds[1], *args)
-            for w in used:
-                w.wait()
-            self.launches += 1
-            return 1 + len(used)
+            t0 = time.perf_counter()
+            ran = launch.work()  # the caller's own chunks time the kernel too
+            if ran:
+                _record(fn, time.perf_counter() - t0, ran * unit)
+            launch.join()
+        except BaseException:
+            launch.cancel()
+            raise
         finally:
-            self._busy.release()
+            launch.fn = launch.args = None
+        if launch.error is not None:  # pragma: no cover
+            raise launch.error
+        return nt
+
+
+def _chunk_items(n, unit, cost, work, nt) -> int:
+    """Indices per chunk: CHUNKS_PER_THREAD chunks per thread, each at least CHUNK_MIN
+    seconds; element ranges start on multiples of 64 (whole cache lines for every dtype)."""
+    secs = max(CHUNK_MIN, work / (nt * CHUNKS_PER_THREAD))
+    step = max(1, min(n, int(secs / (unit * cost))))
+    if unit == 1:
+        step = -(-step // 64) * 64
+    return step
 
 
 POOL = Pool()

@@ -1,12 +1,15 @@
 """Threefry-2x32 compiled with Numba: the same bits as `prims.random.threefry2x32` (NumPy,
 ~110 array passes, ~90 us per call even for a few words) in one loop. The cpu backend installs
 it with `prims.random.set_threefry` when it is built, so `RandomBits` (dropout masks, every
-sampler) costs microseconds inside a compiled training step.
+sampler) costs microseconds inside a compiled training step. Large draws are split across
+threads like any kernel (`threads.POOL`: the loop takes a range of counter positions).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from .threads import POOL
 
 _M = 0xFFFFFFFF
 _PARITY = 0x1BD11BDA
@@ -18,14 +21,16 @@ def _rotl(v, r):
 
 
 @njit(error_model="numpy", nogil=True, cache=True)
-def _threefry(k0, k1, x0, x1):
-    """In place over 2-D (keys, words) counters x0, x1 under keys k0[i, 0], k1[i, 0]: 20
-    rounds, key injection every 4, in uint64 arithmetic masked to 32 bits."""
-    for i in range(x0.shape[0]):
+def _threefry(start, stop, k0, k1, x0, x1):
+    """In place over 2-D (keys, words) counters x0, x1 at the row-major positions [start,
+    stop), under keys k0[i, 0], k1[i, 0]: 20 rounds, key injection every 4, in uint64
+    arithmetic masked to 32 bits."""
+    w = x0.shape[1]
+    for i in range(start // w, (stop + w - 1) // w):
         ka = np.uint64(k0[i, 0])
         kb = np.uint64(k1[i, 0])
         kc = ka ^ kb ^ np.uint64(_PARITY)
-        for j in range(x0.shape[1]):
+        for j in range(max(start - i * w, 0), min(stop - i * w, w)):
             a = (np.uint64(x0[i, j]) + ka) & _M
             b = (np.uint64(x1[i, j]) + kb) & _M
             for rnd in range(5):
@@ -54,14 +59,14 @@ def threefry2x32(k0, k1, x0, x1) -> None:
     """`prims.random.threefry2x32`'s contract: uint32 keys broadcasting against the counters
     (here: shapes (n, 1) or scalars), counters x0, x1 updated in place."""
     if x0.ndim == 2 and getattr(k0, "ndim", 0) == 2:  # what `random_bits` passes
-        _threefry(k0, k1, x0, x1)
+        POOL.run(_threefry, x0.size, (k0, k1, x0, x1))
         return
     n = x0.shape[0] if x0.ndim else 1
     k0 = np.broadcast_to(np.asarray(k0, np.uint32).reshape(-1, 1), (n, 1))
     k1 = np.broadcast_to(np.asarray(k1, np.uint32).reshape(-1, 1), (n, 1))
     a = x0.reshape(n, -1)
     b = x1.reshape(n, -1)
-    _threefry(k0, k1, a, b)
+    POOL.run(_threefry, a.size, (k0, k1, a, b))
     if not np.shares_memory(a, x0):  # pragma: no cover - reshape copied: write back
         x0[...] = a.reshape(x0.shape)
         x1[...] = b.reshape(x1.shape)

@@ -1,0 +1,509 @@
+"""Host-side launch of cpu kernels: buffer layouts, outputs and donation, threads.
+
+`run` is the one path of every `Compiled` evaluation on the cpu backend. A *launch kind*
+says how a kernel variant lays out its buffers and how its work is split:
+
+- `ONE`: a single-element launch, the lean path of tiny calls (every buffer is one
+  element, so any of them is contiguous and only needs to be 1-D);
+- `FLAT`: every input is a single element or has the output's shape and one dense layout
+  (all row-major or all column-major, MLX's rule): one loop over [0, size); the outputs get
+  the same layout;
+- `STRIDED`: any other elementwise region: collapsed shape, element strides and offsets per
+  input, outputs row-major;
+- `ROWS`: a row region (`KernelIR.reduce_ndim`): R rows of C elements, split by rows;
+- `SEGMENTS`: a row region with fewer rows than threads whose reductions combine
+  (`render_rows.split_plan`): column segments reduced into partial accumulators, combined
+  with NumPy, the per-row ops after them on the numpy backend.
+
+Per call: the kind is chosen (`_kind`) and lays out the inputs (`layout`); `prepare`
+allocates or donates the outputs (`_outputs`: a donor must have the layout the kernel writes)
+and lists the kernel's arguments; the kernel for (region, the kind's render variant, donation
+pattern) comes from the backend, `threads.POOL.run` runs it, split across threads when its
+measured cost gains from it, and `results` (where a kind has one) turns what it wrote into the
+region's outputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import memory as M
+from .render import CpuVariant
+from .render_rows import CHUNK, STASH_MAX, RowVariant, donor_outputs, split_plan
+from .threads import POOL, num_threads
+
+_U16 = np.dtype(np.uint16)
+
+
+def run(backend, ir, e, inputs, shape, donatable) -> list:
+    """Evaluate the region of entry `e` on `inputs` over `shape` (its full output shape)."""
+    lay = e.layouts.get(shape)  # the single-element layout, kept (tiny calls skip `_kind`)
+    if lay is not None:
+        kind, xs = ONE, None
+    else:
+        xs = [inputs[k] for k in e.run]
+        kind, lay = _kind(e, xs, shape)
+        if kind is None:  # the reference backend follows the primitives (see `_kind`)
+            return backend._reference().run_compiled(ir, inputs, shape, donatable)
+    outs, args, alias = kind.prepare(backend, ir, e, inputs, xs, shape, donatable, lay)
+    if lay.items == 0:
+        return outs
+    key = kind.key(lay, alias)
+    fn = e.fns.get(key)
+    if fn is None:
+        fn = e.fns[key] = kind.kernel(backend.program(ir, kind.variant(lay, alias)).fn)
+    POOL.run(fn, lay.items, args, lay.unit)
+    return outs if kind.results is None else kind.results(backend, ir, e, inputs, shape, lay)
+
+
+def _kind(e, xs, shape):
+    """(the launch kind, its layout) for these inputs, or (None, None) where the reference
+    backend runs the region: empty rows (a max of nothing raises, as eager) or a shapeless
+    call whose per-row inputs are no longer per row."""
+    if not e.ir.reduce_ndim:
+        lay = FLAT.layout(e, xs, shape)
+        return (FLAT, lay) if lay is not None else (STRIDED, STRIDED.layout(e, xs, shape))
+    lay = ROWS.layout(e, xs, shape)
+    if lay is None or any(lay.letters[p] in "VG" for p in e.row_read):
+        return None, None
+    if lay.nrow < num_threads() and lay.ncol >= 2 * SEGMENTS.SEGMENT:
+        if e.split is None:
+            e.split = split_plan(e.ir) or ()
+        if e.split:
+            return SEGMENTS, SEGMENTS.segment(lay)
+    return ROWS, lay
+
+
+def _outputs(backend, ir, e, inputs, shape, shapes, donatable, order, allowed=None):
+    """(outputs of `shapes`, their flat 1-D buffers as the kernel sees them, (output, input)
+    alias pairs) for a region over `shape`: a donated input's buffer where it has the `order`
+    the kernel writes, else a buffer from the buffer cache."""
+    donors = backend.assign_donors(ir, inputs, shape, donatable, allowed) \
+        if donatable else None
+    outs, flat, alias = [], [], ()
+    for j, npd in enumerate(e.out_np):
+        d = donors[j] if donors else None
+        buf = inputs[d] if d is not None else None
+        if buf is not None and (buf.flags.c_contiguous if order == "C"
+                                else buf.flags.f_contiguous):
+            alias += ((j, d),)
+        else:
+            buf = M.empty(shapes[j], npd, order)
+        outs.append(buf)
+        f = buf if buf.ndim == 1 else _flat(buf, order)
+        flat.append(f.view(_U16) if e.half_out[j] else f)
+    return outs, flat, alias
+
+
+def _flat(x, order):
+    """The 1-D view of a dense array in its `order` (an order argument costs NumPy ~0.3 us
+    even where it changes nothing, so C order goes without one)."""
+    return x.reshape(-1) if order == "C" else x.reshape(-1, order=order)
+
+
+class _Flat:
+    """One loop over the flattened output; inputs are whole 1-D buffers (scalars: one
+    element)."""
+
+    class Layout:
+        __slots__ = ("scalars", "order", "items", "unit")
+
+    def layout(self, e, xs, shape):
+        """The layout, or None when the inputs need the strided kind."""
+        lay = self.Layout()
+        lay.unit = 1
+        lay.items = 1
+        for s in shape:
+            lay.items *= s
+        lay.order = "C"
+        if lay.items <= 1:
+            lay.scalars = e.scalars
+            if lay.items:  # kept: tiny calls skip the layout work
+                e.layouts[shape] = lay
+            return lay
+        lay.scalars = "".join(["S" if x.size == 1 else "V" for x in xs])
+        cs = fs = True
+        for x, s in zip(xs, lay.scalars):
+            if s == "S":
+                continue
+            if x.shape != shape:
+                return None
+            fl = x.flags
+            cs = cs and fl.c_contiguous
+            fs = fs and fl.f_contiguous
+        if not cs:
+            if not fs:
+                return None
+            lay.order = "F"
+        return lay
+
+    #: how the written buffers become the region's outputs (None: they are the outputs)
+    results = None
+
+    def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
+        """(outputs, the kernel's arguments after (start, stop), (output, input) aliases)."""
+        o = lay.order
+        outs, flat, alias = _outputs(backend, ir, e, inputs, shape, (shape,) * len(e.out_np),
+                                     donatable, o)
+        bufs = [x if x.ndim == 1 else _flat(x, o) for x in xs]
+        if e.any_half_in:
+            bufs = [b.view(_U16) if h else b for b, h in zip(bufs, e.half_in)]
+        return outs, bufs + flat, alias
+
+    def key(self, lay, alias):
+        return ("contiguous", lay.scalars, alias)
+
+    def variant(self, lay, alias):
+        return CpuVariant("contiguous", 0, lay.scalars, alias)
+
+    def kernel(self, fn):
+        return fn
+
+
+class _One(_Flat):
+    """A single element: outputs are plain small arrays, buffers 1-D views."""
+
+    def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
+        donors = backend.assign_donors(ir, inputs, shape, donatable) if donatable else None
+        args = []
+        for k in e.run:
+            x = inputs[k]
+            args.append(x if x.ndim == 1 else x.reshape(1))
+        outs, alias = [], ()
+        for j, npd in enumerate(e.out_np):
+            d = donors[j] if donors else None
+            if d is not None:
+                o = inputs[d]
+                alias += ((j, d),)
+                outs.append(o)
+                args.append(o if o.ndim == 1 else o.reshape(1))
+            else:
+                o = np.empty(1, npd)
+                outs.append(o if len(shape) == 1 else o.reshape(shape))
+                args.append(o)
+        if e.any_half:
+            args = [a.view(_U16) if h else a for a, h in zip(args, e.half_in + e.half_out)]
+        return outs, args, alias
+
+
+class _Strided(_Flat):
+    """One loop over the collapsed output shape (inner loop: the last dimension); inputs
+    are 1-D spans of their memory with element strides (0 where broadcast) and offsets."""
+
+    class Layout:
+        __slots__ = ("scalars", "shape", "strides", "offsets", "bufs", "items", "unit")
+
+    def layout(self, e, xs, shape):
+        lay = self.Layout()
+        lay.unit = 1
+        lay.items = 1
+        for s in shape:
+            lay.items *= s
+        lay.scalars = "".join(["S" if x.size == 1 else "V" for x in xs])
+        lay.shape, lay.bufs, lay.strides, lay.offsets = _strided_layout(
+            xs, lay.scalars, shape, e.half_in)
+        return lay
+
+    def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
+        outs, flat, alias = _outputs(backend, ir, e, inputs, shape, (shape,) * len(e.out_np),
+                                     donatable, "C")
+        return outs, [lay.shape, lay.strides, lay.offsets] + lay.bufs + flat, alias
+
+    def key(self, lay, alias):
+        return ("strided", len(lay.shape), lay.scalars, alias)
+
+    def variant(self, lay, alias):
+        return CpuVariant("strided", len(lay.shape), lay.scalars, alias)
+
+
+class _Rows:
+    """A row region: one kernel index per row, `unit` = the row length."""
+
+    def layout(self, e, xs, shape):
+        """The cached `_RowLayout` of these input shapes and strides, or None (empty rows)."""
+        k = e.ir.reduce_ndim
+        nrow = ncol = 1
+        for s in shape[:len(shape) - k]:
+            nrow *= s
+        for s in shape[len(shape) - k:]:
+            ncol *= s
+        if not (nrow and ncol):
+            return None
+        key = (shape, tuple([(x.shape, x.strides) for x in xs]))
+        lay = e.layouts.get(key)
+        if lay is None:
+            lay = _row_layout(xs, shape, k)
+            lay.nrow, lay.ncol = nrow, ncol
+            if len(e.layouts) > 32:
+                e.layouts.clear()
+            e.layouts[key] = lay
+        return lay
+
+    results = None
+
+    def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
+        stash = lay.ncol <= STASH_MAX
+        ok = None
+        if donatable:
+            ok = e.row_donors.get(stash)
+            if ok is None:
+                ok = e.row_donors[stash] = donor_outputs(ir, stash)
+        outs, flat, alias = _outputs(backend, ir, e, inputs, shape, ir.output_shapes(shape),
+                                     donatable, "C", ok)
+        args = [lay.ncol, lay.rshape, lay.rstrides, lay.cstrides, lay.offsets]
+        return outs, args + lay.buffers(xs, e.half_in) + flat, alias
+
+    def key(self, lay, alias):
+        return ("rows", lay.letters, lay.ncol <= STASH_MAX, lay.multi_dim, alias)
+
+    def variant(self, lay, alias):
+        return RowVariant(letters=lay.letters, stash=lay.ncol <= STASH_MAX,
+                          multi_dim_rows=lay.multi_dim, alias=alias)
+
+    def kernel(self, fn):
+        return fn
+
+
+class _Segments(_Rows):
+    """Few long rows: one kernel index per column segment (`SEGMENT` columns or more), each
+    reducing its columns of every row into raw accumulators; no outputs are written."""
+
+    #: columns per segment at least (a whole number of CHUNKs); the segment count depends
+    #: on the row length only, so results do not depend on the threads or the load
+    SEGMENT = 64 * CHUNK
+
+    class Layout:
+        __slots__ = ("rows", "step", "nseg", "parts", "items", "unit")
+
+    def segment(self, rows):
+        lay = self.Layout()
+        lay.rows = rows
+        step = max(self.SEGMENT, -(-rows.ncol // 16))
+        lay.step = -(-step // CHUNK) * CHUNK
+        lay.items = -(-rows.ncol // lay.step)
+        lay.unit = lay.step
+        return lay
+
+    def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
+        lay.parts = [np.empty((lay.items, lay.rows.nrow),
+                              dtype=np.bool_ if acc == "boolean" else acc)
+                     for _, _, acc in e.split]
+        r = lay.rows
+        return [], [r.nrow, r.ncol, lay.step, r.rshape, r.rstrides, r.cstrides, r.offsets,
+                    r.buffers(xs, e.half_in), lay.parts], ()
+
+    def key(self, lay, alias):
+        return ("rows", lay.rows.letters, "partial", lay.rows.multi_dim)
+
+    def variant(self, lay, alias):
+        return RowVariant(letters=lay.rows.letters, partial=True,
+                          multi_dim_rows=lay.rows.multi_dim)
+
+    def kernel(self, fn):
+        return _SegmentKernel(fn)
+
+    def results(self, backend, ir, e, inputs, shape, lay):
+        known = {}
+        row = ir.row_shape(shape)
+        for (r, rt, _), p in zip(e.split, lay.parts):
+            v = _COMBINE[rt](p, axis=0)
+            known[r] = v.astype(ir.dtype_of(r).np_dtype).reshape(row)
+        return backend._reference().run_known(ir, inputs, shape, known)
+
+
+class _SegmentKernel:
+    """Runs a partial row kernel on segments [start, stop), each on its own column range
+    and its own row of every partial-accumulator array (one object per kernel: the pool
+    measures each kernel's cost on its own)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, start, stop, nrow, ncol, step, rshape, rstrides, cstrides, offsets,
+                 bufs, parts):
+        for t in range(start, stop):
+            c0 = t * step
+            self.fn(0, nrow, min(step, ncol - c0), rshape, rstrides, cstrides,
+                    offsets + c0 * cstrides, *bufs, *[p[t] for p in parts])
+
+
+# how partial accumulators of column segments combine (np.max/np.min propagate NaN)
+_COMBINE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "and": np.all,
+            "or": np.any}
+
+ONE = _One()
+FLAT = _Flat()
+STRIDED = _Strided()
+ROWS = _Rows()
+SEGMENTS = _Segments()
+
+
+# -- layouts ---------------------------------------------------------------------------------
+class _RowLayout:
+    """The geometry of a row kernel's inputs, the same for every call with the same shapes
+    and strides (so it is cached per entry): letters, row shape, row strides, column strides,
+    offsets, and how each input's 1-D buffer is obtained ("flat", "span" or "copy" with the
+    shape to broadcast to); `items`/`unit` are what the pool splits (rows of ncol)."""
+
+    __slots__ = ("letters", "rshape", "rstrides", "cstrides", "offsets", "how", "nrow",
+                 "ncol", "multi_dim")
+
+    @property
+    def items(self):
+        return self.nrow
+
+    @property
+    def unit(self):
+        return self.ncol
+
+    def buffers(self, xs, half_in):
+        out = []
+        for x, (how, pad), h in zip(xs, self.how, half_in):
+            if how == "copy":  # the row is not one stride apart (a transposed input)
+                x = np.ascontiguousarray(np.broadcast_to(x, pad))
+                how = "flat"
+            b = x.reshape(-1) if how == "flat" else _span(x)[0]
+            out.append(b.view(_U16) if h else b)
+        return out
+
+
+def _row_layout(xs, shape, k) -> _RowLayout:
+    """The `_RowLayout` of the run-time inputs `xs` of a row kernel over `shape` (the last
+    k axes are the row)."""
+    n = len(shape)
+    lead = n - k
+    letters, vs, offs, how = [], [], [], []
+    for x in xs:
+        if x.size == 1:
+            letters.append("S")
+            how.append(("flat", None))
+            continue
+        st = _broadcast_strides(x, shape)
+        cs = None if st is None else _column_stride(st[lead:], shape[lead:])
+        mode = ("flat", None) if x.flags.c_contiguous else ("span", None)
+        if cs is None:  # copy the input, broadcast along the row, contiguous
+            pad = (1,) * (n - x.ndim) + tuple(x.shape)
+            pad = pad[:lead] + tuple(shape[lead:])
+            x = np.ascontiguousarray(np.broadcast_to(x, pad))
+            st = _broadcast_strides(x, shape)
+            cs = _column_stride(st[lead:], shape[lead:])
+            mode = ("copy", pad)
+        letters.append("R" if cs == 0 else "V" if cs == 1 else "G")
+        vs.append((st[:lead], cs))
+        offs.append(_span(x)[1])
+        how.append(mode)
+    cs_, cst_ = _collapse(shape[:lead], [st[:lead] for st, _ in vs])
+    lay = _RowLayout()
+    lay.letters = "".join(letters)
+    lay.rshape = np.array(cs_, dtype=np.int64)
+    lay.rstrides = np.array(cst_, dtype=np.int64).reshape(len(vs), len(cs_))
+    lay.cstrides = np.array([c for _, c in vs], dtype=np.int64)
+    lay.offsets = np.array(offs, dtype=np.int64)
+    lay.multi_dim = len(cs_) > 1
+    lay.how = how
+    return lay
+
+
+def _column_stride(st, shape):
+    """The single element stride along a row whose dims have strides `st`, or None."""
+    cs = None
+    inner = 1
+    for d in range(len(shape) - 1, -1, -1):
+        if shape[d] != 1:
+            if cs is None:
+                cs = st[d] // inner if inner else 0
+                if cs * inner != st[d]:
+                    return None
+            elif st[d] != cs * inner:
+                return None
+        inner *= shape[d]
+    return 0 if cs is None else cs
+
+
+def _broadcast_strides(x, out_shape):
+    """Element strides of `x` broadcast to `out_shape` (0 where broadcast), or None if a
+    stride is not a multiple of the itemsize."""
+    nd = len(out_shape)
+    lead = nd - x.ndim
+    isz = x.itemsize
+    st = [0] * nd
+    for d in range(x.ndim):
+        s = x.strides[d]
+        if x.shape[d] == 1:
+            continue
+        if s % isz:
+            return None
+        st[lead + d] = s // isz
+    return st
+
+
+def _strided_layout(xs, scal, out_shape, half_in):
+    """Collapsed shape, 1-D buffers, strides and offsets for the strided kernel."""
+    vs = []
+    for x, s in zip(xs, scal):
+        if s == "V":
+            st = _broadcast_strides(x, out_shape)
+            if st is None:  # pragma: no cover - odd views: copy
+                x = np.ascontiguousarray(x)
+                st = _broadcast_strides(x, out_shape)
+            vs.append((x, st))
+    cs, cst = _collapse(out_shape, [st for _, st in vs])
+    bufs, offs = [], []
+    for x, s, h in zip(xs, scal, half_in):
+        if s == "V":
+            buf, off = _span(x)
+            offs.append(off)
+        else:
+            buf = x.reshape(-1)
+        bufs.append(buf.view(_U16) if h else buf)
+    shape_a = np.array(cs, dtype=np.int64)
+    st_a = np.array(cst, dtype=np.int64).reshape(len(vs), len(cs))
+    off_a = np.array(offs, dtype=np.int64)
+    return shape_a, bufs, st_a, off_a
+
+
+def _collapse(shape, strides):
+    """Drop size-1 dimensions, then merge neighbouring dimensions every operand's strides
+    allow: (collapsed shape, one collapsed stride list per operand); at least one dimension."""
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    cut = [shape[d] for d in dims]
+    sts = [[st[d] for d in dims] for st in strides]
+    if not cut:
+        return [1], [[0] for _ in strides]
+    cs, cst = [cut[0]], [[s[0]] for s in sts]
+    for d in range(1, len(cut)):
+        n = cut[d]
+        if all(c[-1] == s[d] * n for c, s in zip(cst, sts)):
+            cs[-1] *= n
+            for c, s in zip(cst, sts):
+                c[-1] = s[d]
+        else:
+            cs.append(n)
+            for c, s in zip(cst, sts):
+                c.append(s[d])
+    return cs, cst
+
+
+def _span(x):
+    """(a 1-D array over the memory `x` spans, starting at its lowest address; the element
+    offset of x's first element in it)."""
+    if x.flags.c_contiguous:
+        return x.reshape(-1), 0
+    isz = x.itemsize
+    lo = hi = 0
+    flip = []
+    for n, s in zip(x.shape, x.strides):
+        if n <= 1:
+            flip.append(slice(None))
+            continue
+        if s < 0:
+            lo += s * (n - 1)
+            flip.append(slice(None, None, -1))
+        else:
+            hi += s * (n - 1)
+            flip.append(slice(None))
+    y = x[tuple(flip)] if lo else x
+    span = (hi - lo) // isz + 1
+    buf = np.lib.stride_tricks.as_strided(y, shape=(span,), strides=(isz,), writeable=False)
+    return buf, -lo // isz
