@@ -6,6 +6,7 @@ the input itself, as MLX does, so they add no node to the graph.
 from __future__ import annotations
 
 import builtins
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from ._helpers import (
     normalize_axis,
 )
 from ._helpers import broadcast_shapes as _bshapes
+from ._typing import ArrayLike, Axes, Dtype, StreamOrDevice
 
 __all__ = [
     "reshape", "flatten", "unflatten", "squeeze", "expand_dims", "transpose", "permute_dims",
@@ -81,7 +83,7 @@ def _arr(a, op):
 _infer_shape = resolve_shape  # shape with its -1 inferred; ValueError naming the op
 
 
-def reshape(a, /, shape, *, stream=None):
+def reshape(a: ArrayLike, /, shape: Sequence[int], *, stream: StreamOrDevice = None) -> array:
     """Reshape `a` to `shape` (one entry may be -1)."""
     a = _arr(a, "reshape")
     shape = check_dims(_int_tuple(shape, "reshape", "a shape"), "reshape")
@@ -90,13 +92,21 @@ def reshape(a, /, shape, *, stream=None):
     return bind(Reshape(shape), (a,))  # the requested shape, -1 kept (MLX's Reshape)
 
 
-def _reshape_method(self, *shape, stream=None):
+def _reshape_method(self, *shape: Union[int, Sequence[int]],
+                    stream: StreamOrDevice = None) -> array:
+    """Reshape to `shape` (given as one sequence or as separate ints); see `mx.reshape`."""
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
     return reshape(self, shape, stream=stream)
 
 
-def flatten(a, /, start_axis=0, end_axis=-1, *, stream=None):
+def flatten(a: ArrayLike, /, start_axis: int = 0, end_axis: int = -1, *,
+            stream: StreamOrDevice = None) -> array:
+    """Flatten the axes `start_axis` through `end_axis` (inclusive) into one.
+
+    Negative axes count from the end; both are then clamped to the array's axes. A 0-d array
+    becomes shape (1,).
+    """
     a = _arr(a, "flatten")
     for ax in (start_axis, end_axis):
         if isinstance(ax, bool) or not isinstance(ax, (int, np.integer)):
@@ -122,7 +132,9 @@ def flatten(a, /, start_axis=0, end_axis=-1, *, stream=None):
     return bind(Flatten(s, e), (a,))
 
 
-def unflatten(a, /, axis, shape, *, stream=None):
+def unflatten(a: ArrayLike, /, axis: int, shape: Sequence[int], *,
+              stream: StreamOrDevice = None) -> array:
+    """Split axis `axis` into `shape` (one entry may be -1); the inverse of `flatten`."""
     a = _arr(a, "unflatten")
     ax = normalize_axis(axis, a.ndim, "unflatten")
     shape = _int_tuple(shape, "unflatten", "a shape")
@@ -139,7 +151,11 @@ def unflatten(a, /, axis, shape, *, stream=None):
     return bind(Unflatten(ax, shape), (a,))  # the requested shape, -1 kept
 
 
-def squeeze(a, /, axis=None, *, stream=None):
+def squeeze(a: ArrayLike, /, axis: Axes = None, *, stream: StreamOrDevice = None) -> array:
+    """Remove axes of size 1: those in `axis`, or all of them when `axis` is None.
+
+    Raises ValueError for an axis whose size is not 1.
+    """
     a = _arr(a, "squeeze")
     if axis is None:
         axes = tuple(i for i, s in enumerate(a._shape) if s == 1)
@@ -158,7 +174,9 @@ def squeeze(a, /, axis=None, *, stream=None):
     return bind(Squeeze(axes), (a,))
 
 
-def expand_dims(a, /, axis, *, stream=None):
+def expand_dims(a: ArrayLike, /, axis: Union[int, Sequence[int]], *,
+                stream: StreamOrDevice = None) -> array:
+    """Insert axes of size 1 at the positions `axis` (of the output)."""
     a = _arr(a, "expand_dims")
     raw = _int_tuple(axis, "expand_dims", "axis")
     out_ndim = a.ndim + len(raw)
@@ -196,15 +214,21 @@ def _transpose(a, axes, op):
     return bind(Transpose(perm), (a,))
 
 
-def transpose(a, /, axes=None, *, stream=None):
+def transpose(a: ArrayLike, /, axes: Optional[Sequence[int]] = None, *,
+              stream: StreamOrDevice = None) -> array:
+    """Permute the axes of `a` to `axes` (reversed when `axes` is None)."""
     return _transpose(_arr(a, "transpose"), axes, "transpose")
 
 
-def permute_dims(a, /, axes=None, *, stream=None):
+def permute_dims(a: ArrayLike, /, axes: Optional[Sequence[int]] = None, *,
+                 stream: StreamOrDevice = None) -> array:
+    """Permute the axes of `a` to `axes` (reversed when None); the same as `transpose`."""
     return _transpose(_arr(a, "permute_dims"), axes, "permute_dims")
 
 
-def _transpose_method(self, *axes, stream=None):
+def _transpose_method(self, *axes: Union[int, Sequence[int], None],
+                      stream: StreamOrDevice = None) -> array:
+    """Permute the axes (given as one sequence or as separate ints); see `mx.transpose`."""
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (list, tuple))):
         axes = axes[0]
     elif not axes:
@@ -212,7 +236,8 @@ def _transpose_method(self, *axes, stream=None):
     return _transpose(self, axes, "transpose")
 
 
-def swapaxes(a, /, axis1, axis2, *, stream=None):
+def swapaxes(a: ArrayLike, /, axis1: int, axis2: int, *, stream: StreamOrDevice = None) -> array:
+    """Swap the axes `axis1` and `axis2`."""
     a = _arr(a, "swapaxes")
     i = normalize_axis(axis1, a.ndim, "swapaxes")
     j = normalize_axis(axis2, a.ndim, "swapaxes")
@@ -221,7 +246,9 @@ def swapaxes(a, /, axis1, axis2, *, stream=None):
     return _transpose(a, tuple(perm), "swapaxes")
 
 
-def moveaxis(a, /, source, destination, *, stream=None):
+def moveaxis(a: ArrayLike, /, source: int, destination: int, *,
+             stream: StreamOrDevice = None) -> array:
+    """Move axis `source` to position `destination`, keeping the others' order."""
     a = _arr(a, "moveaxis")
     s = normalize_axis(source, a.ndim, "moveaxis")
     d = normalize_axis(destination, a.ndim, "moveaxis")
@@ -231,7 +258,11 @@ def moveaxis(a, /, source, destination, *, stream=None):
 
 
 # -- broadcasting -----------------------------------------------------------------------------
-def broadcast_shapes(*shapes):
+def broadcast_shapes(*shapes: Sequence[int]) -> Tuple[int, ...]:
+    """The shape that the given shapes broadcast to (NumPy rules).
+
+    Raises ValueError if they do not broadcast together or if no shape is given.
+    """
     if not shapes:
         raise ValueError("[broadcast_shapes] Must provide at least one shape.")
     shapes = [_int_tuple(s, "broadcast_shapes", "a shape") for s in shapes]
@@ -248,7 +279,8 @@ def _broadcast_to(a: array, shape: tuple, op: str) -> array:
     return bind(Broadcast(shape), (a,))
 
 
-def broadcast_to(a, /, shape, *, stream=None):
+def broadcast_to(a: ArrayLike, /, shape: Sequence[int], *, stream: StreamOrDevice = None) -> array:
+    """Broadcast `a` to `shape` (NumPy rules); ValueError if it cannot."""
     a = _arr(a, "broadcast_to")
     shape = check_dims(_int_tuple(shape, "broadcast_to", "a shape"), "broadcast_to")
     if any(s < 0 for s in shape):
@@ -256,7 +288,8 @@ def broadcast_to(a, /, shape, *, stream=None):
     return _broadcast_to(a, shape, "broadcast_to")
 
 
-def broadcast_arrays(*arrays, stream=None):
+def broadcast_arrays(*arrays: ArrayLike, stream: StreamOrDevice = None) -> Tuple[array, ...]:
+    """Broadcast the arrays against each other; returns a tuple of arrays."""
     arrays = [_arr(a, "broadcast_arrays") for a in arrays]
     if not arrays:
         return ()
@@ -280,15 +313,30 @@ def _atleast(arys, n, op):
     return outs[0] if len(outs) == 1 else outs
 
 
-def atleast_1d(*arys, stream=None):
+def atleast_1d(*arys: ArrayLike, stream: StreamOrDevice = None) -> Union[array, List[array]]:
+    """View each input with at least 1 dimension.
+
+    Returns:
+        One array for one input, else a list of arrays.
+    """
     return _atleast(arys, 1, "atleast_1d")
 
 
-def atleast_2d(*arys, stream=None):
+def atleast_2d(*arys: ArrayLike, stream: StreamOrDevice = None) -> Union[array, List[array]]:
+    """View each input with at least 2 dimensions (a 1-d `x` becomes `x[None]`).
+
+    Returns:
+        One array for one input, else a list of arrays.
+    """
     return _atleast(arys, 2, "atleast_2d")
 
 
-def atleast_3d(*arys, stream=None):
+def atleast_3d(*arys: ArrayLike, stream: StreamOrDevice = None) -> Union[array, List[array]]:
+    """View each input with at least 3 dimensions (NumPy's placement of the new axes).
+
+    Returns:
+        One array for one input, else a list of arrays.
+    """
     return _atleast(arys, 3, "atleast_3d")
 
 
@@ -331,15 +379,23 @@ def _concat(arrays, axis, op):
     return bind(Concatenate(ax), tuple(arrays))
 
 
-def concatenate(arrays, axis=0, *, stream=None):
+def concatenate(arrays: Sequence[ArrayLike], axis: Optional[int] = 0, *,
+                stream: StreamOrDevice = None) -> array:
+    """Join a list of arrays along `axis` (flattened first when `axis` is None).
+
+    The inputs are promoted to a common dtype; all other axes must match.
+    """
     return _concat(arrays, axis, "concatenate")
 
 
-def concat(arrays, axis=0, *, stream=None):
+def concat(arrays: Sequence[ArrayLike], axis: Optional[int] = 0, *,
+           stream: StreamOrDevice = None) -> array:
+    """Join a list of arrays along `axis`; the same as `concatenate`."""
     return _concat(arrays, axis, "concat")
 
 
-def stack(arrays, axis=0, *, stream=None):
+def stack(arrays: Sequence[ArrayLike], axis: int = 0, *, stream: StreamOrDevice = None) -> array:
+    """Stack arrays of one shape along a new axis `axis` (promoted to a common dtype)."""
     arrays = _array_list(arrays, "stack")
     if axis is None:
         axis = 0
@@ -361,7 +417,8 @@ def stack(arrays, axis=0, *, stream=None):
     return bind(Concatenate(ax), tuple(parts))
 
 
-def unstack(x, /, *, axis=0, stream=None):
+def unstack(x: ArrayLike, /, *, axis: int = 0, stream: StreamOrDevice = None) -> Tuple[array, ...]:
+    """Split `x` along `axis` into a tuple of arrays with that axis removed."""
     x = _arr(x, "unstack")
     if x.ndim == 0:
         raise ValueError("[unstack] No axis to unstack in a 0-dimensional array.")
@@ -375,7 +432,17 @@ def unstack(x, /, *, axis=0, stream=None):
     return tuple(bind(Squeeze((ax,)), (p,)) for p in parts)
 
 
-def split(a, /, indices_or_sections, axis=0, *, stream=None):
+def split(a: ArrayLike, /, indices_or_sections: Union[int, Sequence[int]], axis: int = 0, *,
+          stream: StreamOrDevice = None) -> List[array]:
+    """Split `a` along `axis`.
+
+    Args:
+        indices_or_sections: An int: the number of equal parts (ValueError if the axis does
+            not divide). A sequence: the indices at which to split.
+
+    Returns:
+        A list of arrays.
+    """
     a = _arr(a, "split")
     if a.ndim == 0:
         raise ValueError("[split] Cannot split a 0-dimensional array.")
@@ -402,7 +469,9 @@ def split(a, /, indices_or_sections, axis=0, *, stream=None):
     return bind(Split(indices, ax), (a,))
 
 
-def tile(a, reps, /, *, stream=None):
+def tile(a: ArrayLike, reps: Union[int, Sequence[int]], /, *,
+         stream: StreamOrDevice = None) -> array:
+    """Repeat `a` `reps` times along each axis (NumPy's `tile`)."""
     a = _arr(a, "tile")
     reps = _int_tuple(reps, "tile", "reps")
     if any(r < 0 for r in reps):
@@ -426,7 +495,9 @@ def tile(a, reps, /, *, stream=None):
     return reshape(x, out)
 
 
-def repeat(array, repeats, axis=None, *, stream=None):  # noqa: A002  (MLX's parameter name)
+def repeat(array: ArrayLike, repeats: int, axis: Optional[int] = None, *,  # noqa: A002  (MLX's name)
+           stream: StreamOrDevice = None) -> array:
+    """Repeat each element `repeats` times along `axis` (of the flattened array if None)."""
     a = _arr(array, "repeat")
     if not _is_int(repeats):
         raise TypeError(f"[repeat] Expected repeats as an int, got {repeats!r}.")
@@ -466,7 +537,8 @@ def _axis_slice(a, ax, start, stop, step=1):
     return _slice(a, starts, stops, strides)
 
 
-def flip(a, /, axis=None, *, stream=None):
+def flip(a: ArrayLike, /, axis: Axes = None, *, stream: StreamOrDevice = None) -> array:
+    """Reverse the order of the elements along `axis` (all axes when None)."""
     a = _arr(a, "flip")
     if axis is None:
         axes = tuple(range(a.ndim))
@@ -483,7 +555,13 @@ def flip(a, /, axis=None, *, stream=None):
     return bind(Slice(tuple(starts), tuple(stops), tuple(strides)), (a,))
 
 
-def roll(a, shift, axis=None, /, *, stream=None):
+def roll(a: ArrayLike, shift: Union[int, Sequence[int]], axis: Axes = None, /, *,
+         stream: StreamOrDevice = None) -> array:
+    """Shift the elements by `shift` along `axis`; they wrap around.
+
+    With `axis` None the array is rolled as if flattened. `shift` and `axis` may be sequences
+    of the same length (or one of them a single value).
+    """
     a = _arr(a, "roll")
     shifts = _int_tuple(shift, "roll", "shift")
     if axis is None:  # MLX: the shifts add up, applied to the flattened array
@@ -511,7 +589,7 @@ def roll(a, shift, axis=None, /, *, stream=None):
     return out
 
 
-def diff(a, /, n=1, axis=-1, *, stream=None):
+def diff(a: ArrayLike, /, n: int = 1, axis: int = -1, *, stream: StreamOrDevice = None) -> array:
     """The n-th discrete difference along `axis` (a[1:] - a[:-1], n times)."""
     from .elementwise import subtract
     a = _arr(a, "diff")
@@ -528,7 +606,9 @@ def diff(a, /, n=1, axis=-1, *, stream=None):
     return a
 
 
-def as_strided(a, /, shape=None, strides=None, offset=0, *, stream=None):
+def as_strided(a: ArrayLike, /, shape: Optional[Sequence[int]] = None,
+               strides: Optional[Sequence[int]] = None, offset: int = 0, *,
+               stream: StreamOrDevice = None) -> array:
     """A strided read of `a` as if it were row contiguous (strides and offset in elements).
 
     Unlike MLX, which reads whatever memory the strides reach, a read outside the array is a
@@ -552,7 +632,7 @@ def as_strided(a, /, shape=None, strides=None, offset=0, *, stream=None):
     return bind(AsStrided(shape, strides, int(offset)), (reshape(a, (-1,)),))
 
 
-def matrix_transpose(a, /, *, stream=None):
+def matrix_transpose(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Swap the last two axes (MLX 0.32's matrix_transpose; at least 2-D)."""
     a = _arr(a, "matrix_transpose")
     if a.ndim < 2:
@@ -561,7 +641,8 @@ def matrix_transpose(a, /, *, stream=None):
     return _transpose(a, perm, "matrix_transpose")
 
 
-def contiguous(a, /, allow_col_major=False, *, stream=None):
+def contiguous(a: ArrayLike, /, allow_col_major: bool = False, *,
+               stream: StreamOrDevice = None) -> array:
     """The same values in a row-contiguous array (braze's buffers already are, once computed;
     a new array, as MLX's Contiguous node)."""
     from ..prims.core import COPY
@@ -574,7 +655,12 @@ def _diag_length(n, m, k):
     return builtins.max(0, builtins.min(n + k, m))
 
 
-def diagonal(a, offset=0, axis1=0, axis2=1, stream=None):
+def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1,
+             stream: StreamOrDevice = None) -> array:
+    """The diagonal with `offset` of the 2-d sub-arrays on `axis1` and `axis2`.
+
+    The two axes are removed and the diagonal is the last axis of the result.
+    """
     return _diagonal(a, offset, axis1, axis2, "diagonal")
 
 
@@ -605,7 +691,10 @@ def _diagonal(a, offset, axis1, axis2, op):
     return _slice(x, [0] * (nd - 1), list(batch) + [L * w], [1] * (nd - 2) + [w + 1])
 
 
-def diag(a, /, k=0, *, stream=None):
+def diag(a: ArrayLike, /, k: int = 0, *, stream: StreamOrDevice = None) -> array:
+    """The `k`-th diagonal of a 2-d array, or a 2-d array with the 1-d `a` on its `k`-th
+    diagonal.
+    """
     a = _arr(a, "diag")
     if not _is_int(k):
         raise TypeError(f"[diag] Expected an int k, got {k!r}.")
@@ -630,7 +719,12 @@ def _zero(dt):
     return array._from_data(np.zeros((), dt.np_dtype))
 
 
-def trace(a, /, offset=0, axis1=0, axis2=1, dtype=None, *, stream=None):
+def trace(a: ArrayLike, /, offset: int = 0, axis1: int = 0, axis2: int = 1,
+          dtype: Optional[Dtype] = None, *, stream: StreamOrDevice = None) -> array:
+    """The sum along the diagonal with `offset` of the 2-d sub-arrays on `axis1` and `axis2`.
+
+    The sum is cast to `dtype` when one is given.
+    """
     from .reduction import sum as _sum
     d = _diagonal(a, offset, axis1, axis2, "trace")
     dt = None if dtype is None else D.to_dtype(dtype, "trace")
@@ -672,7 +766,17 @@ def _pad_widths(pad_width, nd):
     return pairs
 
 
-def pad(a, pad_width, mode="constant", constant_values=0, *, stream=None):
+def pad(a: ArrayLike, pad_width: Union[int, Tuple[int], Tuple[int, int], List[Tuple[int, int]]],
+        mode: str = "constant", constant_values: ArrayLike = 0, *,
+        stream: StreamOrDevice = None) -> array:
+    """Pad `a` with `pad_width` elements before and after each axis.
+
+    Args:
+        pad_width: An int (every side), a pair (before, after) for every axis, or one pair
+            per axis.
+        mode: ``"constant"`` (fill with `constant_values`, a scalar), ``"edge"``,
+            ``"reflect"`` or ``"symmetric"`` (NumPy's modes).
+    """
     a = _arr(a, "pad")
     widths = _pad_widths(pad_width, a.ndim)
     for ax, (lo, hi) in enumerate(widths):
@@ -748,7 +852,12 @@ def _reflect_parts(x, ax, lo, hi, symmetric):
     return parts
 
 
-def view(a, dtype, stream=None):
+def view(a: ArrayLike, dtype: Dtype, stream: StreamOrDevice = None) -> array:
+    """Reinterpret the bytes of `a` as `dtype`.
+
+    A larger or smaller itemsize changes the size of the last axis, whose size in bytes must
+    be a multiple of the new itemsize.
+    """
     a = _arr(a, "view")
     if dtype is None:  # NumPy reads None as float64; MLX refuses it
         raise TypeError("[view] Expected a dtype, got None.")
@@ -767,39 +876,52 @@ def view(a, dtype, stream=None):
     return bind(View(dt), (a,))
 
 
-def _T(self):
+def _T(self) -> array:
+    """The array with its axes reversed (`transpose()`)."""
     return _transpose(self, None, "transpose")
 
 
-def _split_method(self, indices_or_sections, axis=0, *, stream=None):
+def _split_method(self, indices_or_sections: Union[int, Sequence[int]], axis=0, *,
+                  stream: StreamOrDevice = None) -> array:
+    """Split along `axis`; see `mx.split`."""
     return split(self, indices_or_sections, axis)
 
 
-def _flatten_method(self, start_axis=0, end_axis=-1, *, stream=None):
+def _flatten_method(self, start_axis: int = 0, end_axis: int = -1, *,
+                    stream: StreamOrDevice = None) -> array:
+    """Flatten the axes `start_axis` through `end_axis`; see `mx.flatten`."""
     return flatten(self, start_axis, end_axis)
 
 
-def _squeeze_method(self, axis=None, *, stream=None):
+def _squeeze_method(self, axis=None, *, stream: StreamOrDevice = None) -> array:
+    """Remove axes of size 1; see `mx.squeeze`."""
     return squeeze(self, axis)
 
 
-def _swapaxes_method(self, axis1, axis2, *, stream=None):
+def _swapaxes_method(self, axis1: int, axis2: int, *, stream: StreamOrDevice = None) -> array:
+    """Swap two axes; see `mx.swapaxes`."""
     return swapaxes(self, axis1, axis2)
 
 
-def _moveaxis_method(self, source, destination, *, stream=None):
+def _moveaxis_method(self, source: int, destination: int, *,
+                     stream: StreamOrDevice = None) -> array:
+    """Move an axis to a new position; see `mx.moveaxis`."""
     return moveaxis(self, source, destination)
 
 
-def _diag_method(self, k=0, *, stream=None):
+def _diag_method(self, k: int = 0, *, stream: StreamOrDevice = None) -> array:
+    """The `k`-th diagonal, or a diagonal matrix; see `mx.diag`."""
     return diag(self, k)
 
 
-def _diagonal_method(self, offset=0, axis1=0, axis2=1, stream=None):
+def _diagonal_method(self, offset: int = 0, axis1: int = 0, axis2: int = 1,
+                     stream: StreamOrDevice = None) -> array:
+    """A diagonal of the 2-d sub-arrays; see `mx.diagonal`."""
     return diagonal(self, offset, axis1, axis2)
 
 
-def _view_method(self, dtype, *, stream=None):
+def _view_method(self, dtype, *, stream: StreamOrDevice = None) -> array:
+    """Reinterpret the bytes as `dtype`; see `mx.view`."""
     return view(self, dtype)
 
 
