@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any, List, Optional, Union
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from ..prims.creation import Arange, Eye, Linspace, Tri, arange_length
 from ..prims.unary import STOP_GRADIENT
 from ..scheduler import CompileTraces
 from ._helpers import as_array, broadcast_shapes, check_dtype, check_shape
+from ._typing import ArrayLike, Dtype, Scalar, Shape, StreamOrDevice
 
 __all__ = ["arange", "linspace", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
            "empty", "empty_like", "eye", "identity", "tri", "tril", "triu", "meshgrid",
@@ -90,7 +92,8 @@ def _arange_form(start, stop, step, dtype):
     return start, stop, 1 if step is None or step is _NO else step, dtype
 
 
-def arange(*args, stream=None, **kwargs) -> array:
+def arange(*args: Union[Scalar, Dtype], stream: StreamOrDevice = None,
+           **kwargs: Union[Scalar, Dtype]) -> array:
     """Values in [start, stop) by step (MLX's forms: arange(stop), arange(start, stop[, step]))."""
     names = ("start", "stop", "step", "dtype")
     if len(args) > 4:
@@ -133,7 +136,8 @@ def arange(*args, stream=None, **kwargs) -> array:
     return bind(Arange(start, stop, step, dtype), ())
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=D.float32, *, stream=None) -> array:
+def linspace(start: Scalar, stop: Scalar, num: int = 50, endpoint: bool = True,
+             dtype: Optional[Dtype] = D.float32, *, stream: StreamOrDevice = None) -> array:
     """`num` evenly spaced values over [start, stop] (or [start, stop) without the endpoint)."""
     start = _real_scalar(start, "start", "linspace")
     stop = _real_scalar(stop, "stop", "linspace")
@@ -164,7 +168,7 @@ def _f32(v):
     return _constant(float(v), D.float32, "window")
 
 
-def bartlett(M, *, stream=None) -> array:
+def bartlett(M: int, *, stream: StreamOrDevice = None) -> array:
     """The Bartlett (triangular) window of M points: 1 - |2n/(M-1) - 1|."""
     from .elementwise import abs, multiply, subtract
     M, n = _window(M, "bartlett")
@@ -173,7 +177,7 @@ def bartlett(M, *, stream=None) -> array:
     return subtract(_f32(1), abs(subtract(multiply(_f32(2 / (M - 1)), n), _f32(1))))
 
 
-def hanning(M, *, stream=None) -> array:
+def hanning(M: int, *, stream: StreamOrDevice = None) -> array:
     """The Hann window of M points: sin(pi n / (M-1))^2."""
     from .elementwise import multiply, sin, square
     M, n = _window(M, "hanning")
@@ -194,12 +198,12 @@ def _cosine_window(M, op, coefs):
     return add(out, multiply(_f32(coefs[2]), square(c))) if len(coefs) > 2 else out
 
 
-def hamming(M, *, stream=None) -> array:
+def hamming(M: int, *, stream: StreamOrDevice = None) -> array:
     """The Hamming window of M points: 0.54 - 0.46 cos(2 pi n / (M-1))."""
     return _cosine_window(M, "hamming", (0.54, 0.46))
 
 
-def blackman(M, *, stream=None) -> array:
+def blackman(M: int, *, stream: StreamOrDevice = None) -> array:
     """The Blackman window of M points, MLX's form 0.34 - 0.5 cos x + 0.16 cos^2 x (the same
     as 0.42 - 0.5 cos x + 0.08 cos 2x)."""
     return _cosine_window(M, "blackman", (0.34, 0.5, 0.16))
@@ -219,22 +223,26 @@ def _full(shape, vals, dtype, op: str) -> array:
     return bind(Broadcast(shape, dense=True), (v,))
 
 
-def full(shape, vals, dtype=None, *, stream=None) -> array:
+def full(shape: Shape, vals: ArrayLike, dtype: Optional[Dtype] = None, *,
+         stream: StreamOrDevice = None) -> array:
     """An array of `shape` filled with `vals` (a scalar or an array broadcast to `shape`)."""
     return _full(shape, vals, dtype, "full")
 
 
-def zeros(shape, dtype=D.float32, *, stream=None) -> array:
+def zeros(shape: Shape, dtype: Optional[Dtype] = D.float32, *,
+          stream: StreamOrDevice = None) -> array:
     """An array of `shape` filled with zeros (float32 by default)."""
     return _full(shape, 0, D.float32 if dtype is None else dtype, "zeros")
 
 
-def ones(shape, dtype=D.float32, *, stream=None) -> array:
+def ones(shape: Shape, dtype: Optional[Dtype] = D.float32, *,
+         stream: StreamOrDevice = None) -> array:
     """An array of `shape` filled with ones (float32 by default)."""
     return _full(shape, 1, D.float32 if dtype is None else dtype, "ones")
 
 
-def empty(shape, dtype=D.float32, *, stream=None) -> array:
+def empty(shape: Shape, dtype: Optional[Dtype] = D.float32, *,
+          stream: StreamOrDevice = None) -> array:
     """An array of `shape` (float32 by default); braze fills it with zeros, as MLX does."""
     return _full(shape, 0, D.float32 if dtype is None else dtype, "empty")
 
@@ -257,20 +265,29 @@ def _full_like(a, vals, dtype, op: str) -> array:
     return bind(DynamicBroadcast(a.shape), (v, bind(STOP_GRADIENT, (a,))))
 
 
-def full_like(a, vals, dtype=None, *, stream=None) -> array:
+def full_like(a: ArrayLike, vals: ArrayLike, dtype: Optional[Dtype] = None, *,
+              stream: StreamOrDevice = None) -> array:
     """An array like `a` (its shape, and its dtype unless `dtype` is given) filled with `vals`."""
     return _full_like(a, vals, dtype, "full_like")
 
 
-def zeros_like(a, dtype=None, *, stream=None) -> array:
+def zeros_like(a: ArrayLike, dtype: Optional[Dtype] = None, *,
+               stream: StreamOrDevice = None) -> array:
+    """An array of zeros with the shape of `a` and its dtype (or `dtype`)."""
     return _full_like(a, 0, dtype, "zeros_like")
 
 
-def ones_like(a, dtype=None, *, stream=None) -> array:
+def ones_like(a: ArrayLike, dtype: Optional[Dtype] = None, *,
+              stream: StreamOrDevice = None) -> array:
+    """An array of ones with the shape of `a` and its dtype (or `dtype`)."""
     return _full_like(a, 1, dtype, "ones_like")
 
 
-def empty_like(a, dtype=None, *, stream=None) -> array:
+def empty_like(a: ArrayLike, dtype: Optional[Dtype] = None, *,
+               stream: StreamOrDevice = None) -> array:
+    """An array with the shape of `a` and its dtype (or `dtype`); braze fills it with
+    zeros, as MLX does.
+    """
     return _full_like(a, 0, dtype, "empty_like")
 
 
@@ -284,7 +301,8 @@ def _n_m_k(n, m, k, op):
     return n, m, k
 
 
-def eye(n, m=None, k=0, dtype=D.float32, *, stream=None) -> array:
+def eye(n: int, m: Optional[int] = None, k: int = 0, dtype: Optional[Dtype] = D.float32, *,
+        stream: StreamOrDevice = None) -> array:
     """An n x m matrix with ones on the k-th diagonal."""
     n, m, k = _n_m_k(n, m, k, "eye")
     dtype = D.float32 if dtype is None else D.to_dtype(dtype, "eye")
@@ -292,7 +310,7 @@ def eye(n, m=None, k=0, dtype=D.float32, *, stream=None) -> array:
     return bind(Eye(n, m, k, dtype), ())
 
 
-def identity(n, dtype=D.float32, *, stream=None) -> array:
+def identity(n: int, dtype: Optional[Dtype] = D.float32, *, stream: StreamOrDevice = None) -> array:
     """The n x n identity matrix."""
     n, _, _ = _n_m_k(n, None, 0, "identity")
     dtype = D.float32 if dtype is None else D.to_dtype(dtype, "identity")
@@ -300,7 +318,8 @@ def identity(n, dtype=D.float32, *, stream=None) -> array:
     return bind(Eye(n, n, 0, dtype), ())
 
 
-def tri(n, m=None, k=0, dtype=None, *, stream=None) -> array:
+def tri(n: int, m: Optional[int] = None, k: int = 0, dtype: Optional[Dtype] = None, *,
+        stream: StreamOrDevice = None) -> array:
     """An n x m matrix with ones at and below the k-th diagonal (float32 by default)."""
     n, m, k = _n_m_k(n, m, k, "tri")
     dtype = D.float32 if dtype is None else D.to_dtype(dtype, "tri")
@@ -323,17 +342,18 @@ def _tri_select(x, k, op, upper):
     return where(bind(Tri(n, m, k, D.bool_), ()), x, zero)
 
 
-def tril(x, k=0, *, stream=None) -> array:
+def tril(x: ArrayLike, k: int = 0, *, stream: StreamOrDevice = None) -> array:
     """Zero the elements above the k-th diagonal of the last two axes."""
     return _tri_select(x, k, "tril", upper=False)
 
 
-def triu(x, k=0, *, stream=None) -> array:
+def triu(x: ArrayLike, k: int = 0, *, stream: StreamOrDevice = None) -> array:
     """Zero the elements below the k-th diagonal of the last two axes."""
     return _tri_select(x, k, "triu", upper=True)
 
 
-def meshgrid(*arrays, sparse=False, indexing="xy", stream=None):
+def meshgrid(*arrays: ArrayLike, sparse: bool = False, indexing: str = "xy",
+             stream: StreamOrDevice = None) -> List[array]:
     """Coordinate grids from 1-D coordinate arrays (inputs are flattened, like NumPy)."""
     from .shape import reshape
 
@@ -364,7 +384,7 @@ def meshgrid(*arrays, sparse=False, indexing="xy", stream=None):
 
 
 # -- conversion -------------------------------------------------------------------------------
-def asarray(a, dtype=None, *, copy=None) -> array:
+def asarray(a: Any, dtype: Optional[Dtype] = None, *, copy: Optional[bool] = None) -> array:
     """Convert `a` to an array; copy=None shares a NumPy buffer of a matching dtype.
 
     copy=False always raises, as in MLX's CPU build: MLX adopts a host buffer only on unified
@@ -402,7 +422,7 @@ def _no_copy_reason(a, dtype) -> str:
     return "Unable to avoid copy while creating an array as requested."
 
 
-def from_dlpack(x, /, *, copy=None) -> array:
+def from_dlpack(x: Any, /, *, copy: Optional[bool] = None) -> array:
     """An array from an object with `__dlpack__` (NumPy, PyTorch CPU tensors, braze arrays).
 
     copy=None shares the memory and keeps its strides; float64/complex128 become float32/
