@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, List, Optional, Union
+from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
@@ -353,7 +353,7 @@ def triu(x: ArrayLike, k: int = 0, *, stream: StreamOrDevice = None) -> array:
 
 
 def meshgrid(*arrays: ArrayLike, sparse: bool = False, indexing: str = "xy",
-             stream: StreamOrDevice = None) -> List[array]:
+             stream: StreamOrDevice = None) -> Tuple[array, ...]:
     """Coordinate grids from 1-D coordinate arrays (inputs are flattened, like NumPy)."""
     from .shape import reshape
 
