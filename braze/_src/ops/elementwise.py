@@ -9,6 +9,7 @@ one dtype and shape) goes straight from `binary_operands`' fast path to `bind`.
 from __future__ import annotations
 
 import math
+from typing import List, Optional
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from ._helpers import (
     to_arrays,
 )
 from ._helpers import astype as _astype
+from ._typing import ArrayLike, Dtype, StreamOrDevice
 
 __all__ = [
     # unary math
@@ -111,7 +113,7 @@ def _math(prim, name, doc, complex_ok=True):
     """Math function: bool/int inputs compute in float32; complex64 if MLX supports it."""
     same = _result_kind(prim) == "same"
 
-    def op(a, /, *, stream=None):
+    def op(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
         if type(a) is not array:
             a = as_array(a, name)
         k = a._dtype.kind
@@ -129,7 +131,7 @@ def _keep(prim, name, doc, complex_ok=True, bool_ok=True):
     """A function whose result keeps the input dtype (complex -> float32 for Abs)."""
     same = _result_kind(prim) == "same"
 
-    def op(a, /, *, stream=None):
+    def op(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
         if type(a) is not array:
             a = as_array(a, name)
         k = a._dtype.kind
@@ -176,29 +178,29 @@ sigmoid = _math(U.SIGMOID, "sigmoid", "Element-wise logistic sigmoid 1 / (1 + ex
                 complex_ok=False)
 
 
-def positive(a, /, *, stream=None):
+def positive(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Element-wise +a: the same values as a new array."""
     return bind(_COPY, (_arr(a, "positive"),))
 
 
-def reciprocal(a, /, *, stream=None):
+def reciprocal(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Element-wise 1 / a (integers and bools give float32)."""
     return divide(1, _arr(a, "reciprocal"))
 
 
-def degrees(a, /, *, stream=None):
+def degrees(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Convert angles from radians to degrees."""
     a = _arr(a, "degrees")
     return multiply(a if a._dtype.kind in "fc" else _astype(a, _f32), 180.0 / math.pi)
 
 
-def radians(a, /, *, stream=None):
+def radians(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Convert angles from degrees to radians."""
     a = _arr(a, "radians")
     return multiply(a if a._dtype.kind in "fc" else _astype(a, _f32), math.pi / 180.0)
 
 
-def round(a, /, decimals=0, stream=None):
+def round(a: ArrayLike, /, decimals: int = 0, stream: StreamOrDevice = None) -> array:
     """Round half to even to `decimals` decimal places (negative: tens, hundreds, ...)."""
     a = _arr(a, "round")
     if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool):
@@ -206,12 +208,12 @@ def round(a, /, decimals=0, stream=None):
     return bind(U.ROUND if decimals == 0 else U.Round(int(decimals)), (a,))
 
 
-def logical_not(a, /, *, stream=None):
+def logical_not(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Element-wise logical not (any nonzero value is True)."""
     return bind(U.LOGICAL_NOT, (_arr(a, "logical_not"),))
 
 
-def bitwise_invert(a, /, *, stream=None):
+def bitwise_invert(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Element-wise bitwise inversion of integers (logical not of bools)."""
     a = _arr(a, "bitwise_invert")
     if a._dtype.kind not in "bui":
@@ -220,13 +222,13 @@ def bitwise_invert(a, /, *, stream=None):
     return bind(U.BITWISE_INVERT, (a,))
 
 
-def real(a, /, *, stream=None):
+def real(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """The real part (complex64 gives float32; real inputs are returned as they are)."""
     a = _arr(a, "real")
     return bind(U.REAL if a._dtype.kind == "c" else _COPY, (a,))
 
 
-def imag(a, /, *, stream=None):
+def imag(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """The imaginary part (complex64 gives float32; real inputs give zeros)."""
     a = _arr(a, "imag")
     if a._dtype.kind == "c":
@@ -239,17 +241,17 @@ def _conj(a, op):
     return bind(U.CONJUGATE if a._dtype.kind == "c" else _COPY, (a,))
 
 
-def conj(a, /, *, stream=None):
+def conj(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """The complex conjugate (real inputs are returned as they are)."""
     return _conj(a, "conj")
 
 
-def conjugate(a, /, *, stream=None):
+def conjugate(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """The complex conjugate (real inputs are returned as they are)."""
     return _conj(a, "conjugate")
 
 
-def astype(a, dtype, /, *, stream=None):
+def astype(a: ArrayLike, dtype: Dtype, /, *, stream: StreamOrDevice = None) -> array:
     """Cast to `dtype` (C semantics: float -> int truncates toward zero)."""
     if dtype is None:  # NumPy reads None as float64; MLX refuses it
         raise TypeError("[astype] Expected a dtype, got None.")
@@ -263,7 +265,7 @@ def _full(shape, value, dt):
 
 
 # -- predicates and nan_to_num --------------------------------------------------------------
-def isnan(a, /, *, stream=None):
+def isnan(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Element-wise NaN test (False for integers and bools)."""
     a = _arr(a, "isnan")
     if a._dtype.kind in "fc":
@@ -271,7 +273,7 @@ def isnan(a, /, *, stream=None):
     return _full(a._shape, False, _bool)
 
 
-def isposinf(a, /, *, stream=None):
+def isposinf(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Element-wise test for +inf."""
     a = _arr(a, "isposinf")
     if a._dtype.kind in "fc":
@@ -279,7 +281,7 @@ def isposinf(a, /, *, stream=None):
     return _full(a._shape, False, _bool)
 
 
-def isneginf(a, /, *, stream=None):
+def isneginf(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Element-wise test for -inf."""
     a = _arr(a, "isneginf")
     if a._dtype.kind in "fc":
@@ -287,7 +289,7 @@ def isneginf(a, /, *, stream=None):
     return _full(a._shape, False, _bool)
 
 
-def isinf(a, /, *, stream=None):
+def isinf(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Element-wise test for +inf or -inf."""
     a = _arr(a, "isinf")
     if a._dtype.kind == "c":  # either part infinite, as NumPy and MLX
@@ -297,7 +299,7 @@ def isinf(a, /, *, stream=None):
     return _full(a._shape, False, _bool)
 
 
-def isfinite(a, /, *, stream=None):
+def isfinite(a: ArrayLike, /, *, stream: StreamOrDevice = None) -> array:
     """Element-wise test for finite values (not inf, not NaN)."""
     a = _arr(a, "isfinite")
     if a._dtype.kind == "c":  # both parts finite
@@ -315,7 +317,8 @@ def _float_arg(v, name, op):
     return float(v)
 
 
-def nan_to_num(a, nan=0.0, posinf=None, neginf=None, *, stream=None):
+def nan_to_num(a: ArrayLike, nan: float = 0.0, posinf: Optional[float] = None,
+               neginf: Optional[float] = None, *, stream: StreamOrDevice = None) -> array:
     """Replace NaN with `nan`, +inf with `posinf` and -inf with `neginf` (default: the
     dtype's largest and lowest finite values). Integers and bools are returned unchanged."""
     a = _arr(a, "nan_to_num")
@@ -343,7 +346,7 @@ def _binary(prim, name, doc):
     abstract = prim.abstract_eval
     kind = _result_kind(prim)
 
-    def op(a, b, stream=None):
+    def op(a: ArrayLike, b: ArrayLike, stream: StreamOrDevice = None) -> array:
         if (type(a) is not array or type(b) is not array or a._dtype is not b._dtype
                 or a._shape != b._shape or CompileTraces.dynamic):
             a, b = binary_operands(a, b, name)
@@ -386,7 +389,7 @@ def _binary_float(prim, name, doc, complex_ok=True):
     abstract = prim.abstract_eval
     kind = _result_kind(prim)
 
-    def op(a, b, stream=None):
+    def op(a: ArrayLike, b: ArrayLike, stream: StreamOrDevice = None) -> array:
         if (type(a) is not array or type(b) is not array or a._dtype is not b._dtype
                 or a._shape != b._shape or CompileTraces.dynamic):
             a, b = binary_operands(a, b, name)
@@ -403,7 +406,7 @@ def _binary_float(prim, name, doc, complex_ok=True):
 
 def _bitwise(prim, name, doc, shift=False):
     """Integer and bool operands only (bools shift as uint8, as in MLX)."""
-    def op(a, b, stream=None):
+    def op(a: ArrayLike, b: ArrayLike, stream: StreamOrDevice = None) -> array:
         a, b = binary_operands(a, b, name)
         dt = a._dtype
         if dt.kind not in "bui":
@@ -417,7 +420,7 @@ def _bitwise(prim, name, doc, shift=False):
 
 def _logical(prim, name, doc):
     """Operands are converted to bool (nonzero is True)."""
-    def op(a, b, stream=None):
+    def op(a: ArrayLike, b: ArrayLike, stream: StreamOrDevice = None) -> array:
         a, b = _arr(a, name), _arr(b, name)
         a, b = binary_operands(_astype(a, _bool), _astype(b, _bool), name)
         return bind(prim, (a, b))
@@ -450,13 +453,13 @@ logical_or = _logical(B.LOGICAL_OR, "logical_or", "Element-wise logical or.")
 logical_xor = _logical(B.NOT_EQUAL, "logical_xor", "Element-wise logical xor.")
 
 
-def floor_divide(a, b, stream=None):
+def floor_divide(a: ArrayLike, b: ArrayLike, stream: StreamOrDevice = None) -> array:
     """Element-wise floor(a / b) (Python's sign rules for integers; x // 0 is 0 for integers)."""
     a, b = binary_operands(a, b, "floor_divide")
     return bind(B.FLOOR_DIVIDE, (a, b))
 
 
-def remainder(a, b, stream=None):
+def remainder(a: ArrayLike, b: ArrayLike, stream: StreamOrDevice = None) -> array:
     """Element-wise remainder with the sign of the divisor (Python's %)."""
     a, b = binary_operands(a, b, "remainder")
     if a._dtype.kind == "c":
@@ -464,7 +467,7 @@ def remainder(a, b, stream=None):
     return bind(B.REMAINDER, (a, b))
 
 
-def divmod(a, b, stream=None):
+def divmod(a: ArrayLike, b: ArrayLike, stream: StreamOrDevice = None) -> List[array]:
     """(floor_divide(a, b), remainder(a, b)), computed together."""
     a, b = binary_operands(a, b, "divmod")
     if a._dtype.kind == "c":
@@ -472,7 +475,8 @@ def divmod(a, b, stream=None):
     return bind(B.DIVMOD, (a, b))
 
 
-def where(condition, x, y, /, *, stream=None):
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike, /, *,
+          stream: StreamOrDevice = None) -> array:
     """Elements of x where condition is true, else of y (x and y promote like a binary op)."""
     c = _astype(_arr(condition, "where"), _bool)
     if CompileTraces.dynamic:  # shapeless compile trace: one shape-following broadcast of all 3
@@ -490,7 +494,8 @@ def where(condition, x, y, /, *, stream=None):
     return bind(B.SELECT, (c, x, y))
 
 
-def clip(a, /, a_min, a_max, *, stream=None):
+def clip(a: ArrayLike, /, a_min: Optional[ArrayLike], a_max: Optional[ArrayLike], *,
+         stream: StreamOrDevice = None) -> array:
     """Clip the values of `a` to [a_min, a_max]; either bound (not both) may be None."""
     if a_min is None and a_max is None:
         raise ValueError("[clip] At most one of a_min and a_max may be None.")
@@ -509,7 +514,8 @@ def _tol(v, name, op):
     return float(v)
 
 
-def isclose(a, b, /, rtol=1e-05, atol=1e-08, *, equal_nan=False, stream=None):
+def isclose(a: ArrayLike, b: ArrayLike, /, rtol: float = 1e-05, atol: float = 1e-08, *,
+            equal_nan: bool = False, stream: StreamOrDevice = None) -> array:
     """Element-wise |a - b| <= atol + rtol * |b|; equal infinities are close, NaNs only with
     `equal_nan`."""
     return _isclose(a, b, rtol, atol, equal_nan, "isclose")
@@ -537,12 +543,14 @@ def _all(x):
     return all_(x)
 
 
-def allclose(a, b, /, rtol=1e-05, atol=1e-08, *, equal_nan=False, stream=None):
+def allclose(a: ArrayLike, b: ArrayLike, /, rtol: float = 1e-05, atol: float = 1e-08, *,
+             equal_nan: bool = False, stream: StreamOrDevice = None) -> array:
     """True (a scalar bool array) if every element of a and b is close (see isclose)."""
     return _all(_isclose(a, b, rtol, atol, equal_nan, "allclose"))
 
 
-def array_equal(a, b, equal_nan=False, stream=None):
+def array_equal(a: ArrayLike, b: ArrayLike, equal_nan: bool = False,
+                stream: StreamOrDevice = None) -> array:
     """True (a scalar bool array) if a and b have the same shape and equal values; arrays of
     different shapes (even broadcastable ones) give False, dtypes may differ."""
     a, b = _arr(a, "array_equal"), _arr(b, "array_equal")
@@ -629,7 +637,8 @@ def _operator(fn, what: str):
     return method
 
 
-def _astype_method(self, dtype, stream=None):
+def _astype_method(self, dtype: Dtype, stream: StreamOrDevice = None) -> array:
+    """Cast to `dtype`; see `mx.astype`."""
     return astype(self, dtype, stream=stream)  # MLX's method takes the stream positionally
 
 
