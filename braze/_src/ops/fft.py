@@ -10,6 +10,8 @@ as MLX's do. These names live in `mx.fft` only, not in the top-level namespace.
 """
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
 import numpy as np
 
 from .. import dtypes as D
@@ -18,6 +20,7 @@ from ..prims.base import bind
 from ..prims.fft import FFT
 from ..prims.shape import Slice
 from ._helpers import AxisError, astype, normalize_axis
+from ._typing import ArrayLike, Axes, StreamOrDevice
 from .creation import zeros
 from .elementwise import maximum, real
 from .indexing import take
@@ -159,58 +162,86 @@ def _many_axes(op, a, s, axes, norm, real, inverse):
 
 
 # -- one axis ----------------------------------------------------------------------------------
-def fft(a, n=None, axis=-1, norm="backward", stream=None):
+def fft(a: ArrayLike, n: Optional[int] = None, axis: int = -1, norm: str = "backward",
+        stream: StreamOrDevice = None) -> array:
     """One-dimensional discrete Fourier transform along `axis` (size `n`: cut or zero-padded)."""
     return _one_axis("fft", a, n, axis, norm, False, False)
 
 
-def ifft(a, n=None, axis=-1, norm="backward", stream=None):
+def ifft(a: ArrayLike, n: Optional[int] = None, axis: int = -1, norm: str = "backward",
+         stream: StreamOrDevice = None) -> array:
     """One-dimensional inverse discrete Fourier transform."""
     return _one_axis("ifft", a, n, axis, norm, False, True)
 
 
-def rfft(a, n=None, axis=-1, norm="backward", stream=None):
+def rfft(a: ArrayLike, n: Optional[int] = None, axis: int = -1, norm: str = "backward",
+         stream: StreamOrDevice = None) -> array:
     """Fourier transform of a real signal: n // 2 + 1 bins along `axis`."""
     return _one_axis("rfft", a, n, axis, norm, True, False)
 
 
-def irfft(a, n=None, axis=-1, norm="backward", stream=None):
+def irfft(a: ArrayLike, n: Optional[int] = None, axis: int = -1, norm: str = "backward",
+          stream: StreamOrDevice = None) -> array:
     """The inverse of rfft: a real signal of length `n` (default 2 (m - 1) for m bins)."""
     return _one_axis("irfft", a, n, axis, norm, True, True)
 
 
 # -- several axes ------------------------------------------------------------------------------
-def fft2(a, s=None, axes=(-2, -1), norm="backward", stream=None):
+def fft2(a: ArrayLike, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = (-2, -1),
+         norm: str = "backward", stream: StreamOrDevice = None) -> array:
+    """Two-dimensional discrete Fourier transform over `axes` (default: the last two; `s`:
+    their sizes, each input axis cut or zero-padded to it)."""
     return _many_axes("fft2", a, s, axes, norm, False, False)
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm="backward", stream=None):
+def ifft2(a: ArrayLike, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = (-2, -1),
+          norm: str = "backward", stream: StreamOrDevice = None) -> array:
+    """Two-dimensional inverse discrete Fourier transform over `axes` (default: the last two;
+    `s`: their sizes)."""
     return _many_axes("ifft2", a, s, axes, norm, False, True)
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm="backward", stream=None):
+def rfft2(a: ArrayLike, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = (-2, -1),
+          norm: str = "backward", stream: StreamOrDevice = None) -> array:
+    """Two-dimensional Fourier transform of a real signal over `axes` (default: the last two);
+    the last of `axes` is the halved one, as in `rfftn`."""
     return _many_axes("rfft2", a, s, axes, norm, True, False)
 
 
-def irfft2(a, s=None, axes=(-2, -1), norm="backward", stream=None):
+def irfft2(a: ArrayLike, s: Optional[Sequence[int]] = None,
+           axes: Optional[Sequence[int]] = (-2, -1), norm: str = "backward",
+           stream: StreamOrDevice = None) -> array:
+    """The inverse of rfft2: a real signal (the last of `axes` has size `s[-1]`, default
+    2 (m - 1) for m bins).
+    """
     return _many_axes("irfft2", a, s, axes, norm, True, True)
 
 
-def fftn(a, s=None, axes=None, norm="backward", stream=None):
+def fftn(a: ArrayLike, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = None,
+         norm: str = "backward", stream: StreamOrDevice = None) -> array:
     """n-dimensional transform over `axes` (all axes by default; `s` requires `axes`)."""
     return _many_axes("fftn", a, s, axes, norm, False, False)
 
 
-def ifftn(a, s=None, axes=None, norm="backward", stream=None):
+def ifftn(a: ArrayLike, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = None,
+          norm: str = "backward", stream: StreamOrDevice = None) -> array:
+    """n-dimensional inverse transform over `axes` (all axes by default; `s` requires
+    `axes`).
+    """
     return _many_axes("ifftn", a, s, axes, norm, False, True)
 
 
-def rfftn(a, s=None, axes=None, norm="backward", stream=None):
+def rfftn(a: ArrayLike, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = None,
+          norm: str = "backward", stream: StreamOrDevice = None) -> array:
     """Real n-dimensional transform; the last of `axes` is the halved one."""
     return _many_axes("rfftn", a, s, axes, norm, True, False)
 
 
-def irfftn(a, s=None, axes=None, norm="backward", stream=None):
+def irfftn(a: ArrayLike, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = None,
+           norm: str = "backward", stream: StreamOrDevice = None) -> array:
+    """The inverse of rfftn: a real signal (the last of `axes` has size `s[-1]`, default
+    2 (m - 1) for m bins).
+    """
     return _many_axes("irfftn", a, s, axes, norm, True, True)
 
 
@@ -234,12 +265,12 @@ def _shift(op, a, axes, inverse):
     return roll(a, tuple(shifts), axes)
 
 
-def fftshift(a, axes=None, stream=None):
+def fftshift(a: ArrayLike, axes: Axes = None, stream: StreamOrDevice = None) -> array:
     """Move the zero-frequency bin to the centre (roll by size // 2 along `axes`)."""
     return _shift("fftshift", a, axes, False)
 
 
-def ifftshift(a, axes=None, stream=None):
+def ifftshift(a: ArrayLike, axes: Axes = None, stream: StreamOrDevice = None) -> array:
     """The inverse of fftshift (they differ on odd sizes)."""
     return _shift("ifftshift", a, axes, True)
 
@@ -255,7 +286,7 @@ def _spacing(op, n, d):
     return n, np.float32(1.0 / (n * float(d)))
 
 
-def fftfreq(n, d=1.0, stream=None):
+def fftfreq(n: int, d: float = 1.0, stream: StreamOrDevice = None) -> array:
     """Sample frequencies of an n-point transform: [0, 1, ..., -2, -1] / (n d), float32."""
     n, scale = _spacing("fftfreq", n, d)
     k = np.concatenate([np.arange(0, (n + 1) // 2), np.arange(-(n // 2), 0)])
@@ -263,7 +294,7 @@ def fftfreq(n, d=1.0, stream=None):
     return array(k.astype(np.float32) * scale)
 
 
-def rfftfreq(n, d=1.0, stream=None):
+def rfftfreq(n: int, d: float = 1.0, stream: StreamOrDevice = None) -> array:
     """Sample frequencies of rfft's n // 2 + 1 bins, float32."""
     n, scale = _spacing("rfftfreq", n, d)
     return array(np.arange(0, n // 2 + 1).astype(np.float32) * scale)
@@ -301,8 +332,10 @@ def _frame_index(n_frames, n_fft, hop):
                  .astype(np.int32))
 
 
-def stft(x, n_fft=2048, hop_length=None, win_length=None, window=None, center=True,
-         pad_mode="reflect", norm="backward", onesided=None, stream=None):
+def stft(x: ArrayLike, n_fft: int = 2048, hop_length: Optional[int] = None,
+         win_length: Optional[int] = None, window: Optional[ArrayLike] = None, center: bool = True,
+         pad_mode: str = "reflect", norm: str = "backward", onesided: Optional[bool] = None,
+         stream: StreamOrDevice = None) -> array:
     """Short-time Fourier transform of the last axis: (..., n_freq, n_frames), complex64."""
     norm = _norm(norm, "stft")
     x = _arr(x, "stft")
@@ -345,8 +378,10 @@ def _fit_length(y, start, count):
     return y
 
 
-def istft(stft_matrix, n_fft=None, hop_length=None, win_length=None, window=None,
-          center=True, norm="backward", onesided=None, length=None, stream=None):
+def istft(stft_matrix: ArrayLike, n_fft: Optional[int] = None, hop_length: Optional[int] = None,
+          win_length: Optional[int] = None, window: Optional[ArrayLike] = None, center: bool = True,
+          norm: str = "backward", onesided: Optional[bool] = None, length: Optional[int] = None,
+          stream: StreamOrDevice = None) -> array:
     """Inverse of stft: overlap-add of the windowed inverse transforms, divided by the summed
     squared window (floored at 1e-8, as MLX does, so uncovered samples come out 0)."""
     norm = _norm(norm, "istft")

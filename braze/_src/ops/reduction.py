@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from ..prims.sort import Sort
 from ..prims.unary import STOP_GRADIENT
 from ..scheduler import CompileTraces
 from ._helpers import _short, attach_methods, check_dtype, normalize_axes, normalize_axis
+from ._typing import ArrayLike, Axes, Dtype, StreamOrDevice
 
 __all__ = ["sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax", "argmin",
            "logsumexp", "softmax", "median", "count_nonzero",
@@ -45,7 +47,7 @@ ELIDE_TRIVIAL_REDUCTIONS = True
 
 
 # -- argument checks -------------------------------------------------------------------------
-def check_array(a, op: str) -> array:
+def check_array(a: ArrayLike, op: str) -> array:
     """MLX's reductions, scans and sorts take arrays only (no lists or scalars)."""
     if type(a) is not array and not isinstance(a, array):
         raise TypeError(f"[{op}] Expected an array, got {type(a).__name__}: {_short(a)}.")
@@ -119,32 +121,38 @@ def _reduce(a, axis, keepdims, reduce_type, op):
 
 
 # -- reductions ------------------------------------------------------------------------------
-def sum(a, /, axis=None, keepdims=False, *, stream=None):
+def sum(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+        stream: StreamOrDevice = None) -> array:
     """Sum over `axis` (None: all axes)."""
     return _reduce(a, axis, keepdims, "sum", "sum")
 
 
-def prod(a, /, axis=None, keepdims=False, *, stream=None):
+def prod(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+         stream: StreamOrDevice = None) -> array:
     """Product over `axis` (None: all axes)."""
     return _reduce(a, axis, keepdims, "prod", "prod")
 
 
-def max(a, /, axis=None, keepdims=False, *, stream=None):
+def max(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+        stream: StreamOrDevice = None) -> array:
     """Maximum over `axis`; NaN propagates."""
     return _reduce(a, axis, keepdims, "max", "max")
 
 
-def min(a, /, axis=None, keepdims=False, *, stream=None):
+def min(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+        stream: StreamOrDevice = None) -> array:
     """Minimum over `axis`; NaN propagates."""
     return _reduce(a, axis, keepdims, "min", "min")
 
 
-def all(a, /, axis=None, keepdims=False, *, stream=None):
+def all(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+        stream: StreamOrDevice = None) -> array:
     """True where every element over `axis` is nonzero (NaN counts as nonzero)."""
     return _reduce(a, axis, keepdims, "and", "all")
 
 
-def any(a, /, axis=None, keepdims=False, *, stream=None):
+def any(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+        stream: StreamOrDevice = None) -> array:
     """True where some element over `axis` is nonzero (NaN counts as nonzero)."""
     return _reduce(a, axis, keepdims, "or", "any")
 
@@ -153,7 +161,8 @@ def _scalar(v, dt: D.Dtype) -> array:
     return array(v, dt)
 
 
-def mean(a, /, axis=None, keepdims=False, *, stream=None):
+def mean(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+         stream: StreamOrDevice = None) -> array:
     """Arithmetic mean over `axis`; integers give float32; an empty reduction gives NaN."""
     from .elementwise import multiply
     a = check_array(a, "mean")
@@ -199,12 +208,14 @@ def _var(a, axis, keepdims, ddof, op):
     return multiply(v, _inv_count(a, axes, ddof, v.dtype))
 
 
-def var(a, /, axis=None, keepdims=False, ddof=0, *, stream=None):
+def var(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, ddof: int = 0, *,
+        stream: StreamOrDevice = None) -> array:
     """Variance over `axis`: sum(|x - mean|^2) / max(n - ddof, 0) (two passes, like MLX)."""
     return _var(a, axis, keepdims, ddof, "var")
 
 
-def std(a, /, axis=None, keepdims=False, ddof=0, *, stream=None):
+def std(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, ddof: int = 0, *,
+        stream: StreamOrDevice = None) -> array:
     """Standard deviation over `axis`: sqrt(var(a, axis, keepdims, ddof))."""
     from .elementwise import sqrt
     return sqrt(_var(a, axis, keepdims, ddof, "std"))
@@ -223,17 +234,20 @@ def _argreduce(a, axis, keepdims, reduce_type):
     return _finish(bind(ArgReduce(reduce_type, ax), (a,)), a, (ax,), keepdims)
 
 
-def argmax(a, /, axis=None, keepdims=False, *, stream=None):
+def argmax(a: ArrayLike, /, axis: Optional[int] = None, keepdims: bool = False, *,
+           stream: StreamOrDevice = None) -> array:
     """Index (uint32) of the first maximum along `axis` (None: of the flattened array)."""
     return _argreduce(a, axis, keepdims, "argmax")
 
 
-def argmin(a, /, axis=None, keepdims=False, *, stream=None):
+def argmin(a: ArrayLike, /, axis: Optional[int] = None, keepdims: bool = False, *,
+           stream: StreamOrDevice = None) -> array:
     """Index (uint32) of the first minimum along `axis` (None: of the flattened array)."""
     return _argreduce(a, axis, keepdims, "argmin")
 
 
-def logsumexp(a, /, axis=None, keepdims=False, *, stream=None):
+def logsumexp(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+              stream: StreamOrDevice = None) -> array:
     """log(sum(exp(a))) over `axis`, computed stably; integers give float32."""
     a = check_array(a, "logsumexp")
     check_bool(keepdims, "keepdims", "logsumexp")
@@ -246,7 +260,8 @@ def logsumexp(a, /, axis=None, keepdims=False, *, stream=None):
     return _finish(bind(LogSumExp(axes), (x,)), a, axes, keepdims)
 
 
-def softmax(a, /, axis=None, *, precise=False, stream=None):
+def softmax(a: ArrayLike, /, axis: Axes = None, *, precise: bool = False,
+            stream: StreamOrDevice = None) -> array:
     """exp(a) / sum(exp(a)) over `axis` (None: all axes), shifted by the max for stability."""
     a = check_array(a, "softmax")
     check_bool(precise, "precise", "softmax")
@@ -255,7 +270,8 @@ def softmax(a, /, axis=None, *, precise=False, stream=None):
     return bind(Softmax(axes, precise), (x,))
 
 
-def median(a, /, axis=None, keepdims=False, *, stream=None):
+def median(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+           stream: StreamOrDevice = None) -> array:
     """Median over `axis` (mean of the two middle values for an even count); NaN propagates."""
     from .elementwise import add, isnan, multiply, where
     a = check_array(a, "median")
@@ -291,7 +307,8 @@ def median(a, /, axis=None, keepdims=False, *, stream=None):
     return _reshape(mid, out_shape)
 
 
-def count_nonzero(a, /, axis=None, keepdims=False, *, stream=None):
+def count_nonzero(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+                  stream: StreamOrDevice = None) -> array:
     """Number of nonzero elements over `axis` (int32; NaN counts as nonzero)."""
     a = check_array(a, "count_nonzero")
     check_bool(keepdims, "keepdims", "count_nonzero")
@@ -323,32 +340,40 @@ def _scan(a, axis, reverse, inclusive, reduce_type, op, dtype=None):
     return bind(Scan(reduce_type, ax, reverse, inclusive), (x,))
 
 
-def cumsum(a, /, axis=None, *, reverse=False, inclusive=True, dtype=None, stream=None):
+def cumsum(a: ArrayLike, /, axis: Optional[int] = None, *, reverse: bool = False,
+           inclusive: bool = True, dtype: Optional[Dtype] = None,
+           stream: StreamOrDevice = None) -> array:
     """Cumulative sum along `axis` (None: the flattened array); bool gives int32."""
     return _scan(a, axis, reverse, inclusive, "sum", "cumsum", dtype)
 
 
-def cumprod(a, /, axis=None, *, reverse=False, inclusive=True, dtype=None, stream=None):
+def cumprod(a: ArrayLike, /, axis: Optional[int] = None, *, reverse: bool = False,
+            inclusive: bool = True, dtype: Optional[Dtype] = None,
+            stream: StreamOrDevice = None) -> array:
     """Cumulative product along `axis` (None: the flattened array)."""
     return _scan(a, axis, reverse, inclusive, "prod", "cumprod", dtype)
 
 
-def cummax(a, /, axis=None, *, reverse=False, inclusive=True, stream=None):
+def cummax(a: ArrayLike, /, axis: Optional[int] = None, *, reverse: bool = False,
+           inclusive: bool = True, stream: StreamOrDevice = None) -> array:
     """Cumulative maximum along `axis`; an exclusive scan starts from the dtype's lowest."""
     return _scan(a, axis, reverse, inclusive, "max", "cummax")
 
 
-def cummin(a, /, axis=None, *, reverse=False, inclusive=True, stream=None):
+def cummin(a: ArrayLike, /, axis: Optional[int] = None, *, reverse: bool = False,
+           inclusive: bool = True, stream: StreamOrDevice = None) -> array:
     """Cumulative minimum along `axis`; an exclusive scan starts from the dtype's highest."""
     return _scan(a, axis, reverse, inclusive, "min", "cummin")
 
 
-def logcumsumexp(a, /, axis=None, *, reverse=False, inclusive=True, stream=None):
+def logcumsumexp(a: ArrayLike, /, axis: Optional[int] = None, *, reverse: bool = False,
+                 inclusive: bool = True, stream: StreamOrDevice = None) -> array:
     """Cumulative log(sum(exp)) along `axis`; integers give float32; exclusive starts at -inf."""
     return _scan(a, axis, reverse, inclusive, "logaddexp", "logcumsumexp")
 
 
-def minmax(a, /, axis=None, keepdims=False, *, stream=None):
+def minmax(a: ArrayLike, /, axis: Axes = None, keepdims: bool = False, *,
+           stream: StreamOrDevice = None) -> Tuple[array, array]:
     """(min, max) over `axis`."""
     return (_reduce(a, axis, keepdims, "min", "minmax"),
             _reduce(a, axis, keepdims, "max", "minmax"))

@@ -6,10 +6,13 @@ of a partition, as in MLX).
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ..prims.base import bind
 from ..prims.shape import Reshape, Slice
 from ..prims.sort import ArgPartition, ArgSort, Partition, SearchSorted, Sort
 from ._helpers import astype, normalize_axis
+from ._typing import ArrayLike, StreamOrDevice, array
 from .reduction import check_array, check_int
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "topk", "searchsorted"]
@@ -24,13 +27,13 @@ def _along(a, axis, op):
     return a, normalize_axis(axis, a.ndim, op)
 
 
-def sort(a, /, axis=-1, *, stream=None):
+def sort(a: ArrayLike, /, axis: Optional[int] = -1, *, stream: StreamOrDevice = None) -> array:
     """Sorted copy of `a` along `axis` (None: the flattened array)."""
     x, ax = _along(a, axis, "sort")
     return bind(Sort(ax), (x,))
 
 
-def argsort(a, /, axis=-1, *, stream=None):
+def argsort(a: ArrayLike, /, axis: Optional[int] = -1, *, stream: StreamOrDevice = None) -> array:
     """Indices (uint32) that sort `a` along `axis`; stable (equal elements keep their order)."""
     x, ax = _along(a, axis, "argsort")
     return bind(ArgSort(ax), (x,))
@@ -45,20 +48,23 @@ def _kth(x, kth, ax, axis, op):
     return kth % n
 
 
-def partition(a, /, kth, axis=-1, *, stream=None):
+def partition(a: ArrayLike, /, kth: int, axis: Optional[int] = -1, *,
+              stream: StreamOrDevice = None) -> array:
     """`a` rearranged along `axis` so that position `kth` holds the value it would hold sorted,
     smaller-or-equal values before it and larger-or-equal after (in no particular order)."""
     x, ax = _along(a, axis, "partition")
     return bind(Partition(_kth(x, kth, ax, axis, "partition"), ax), (x,))
 
 
-def argpartition(a, /, kth, axis=-1, *, stream=None):
+def argpartition(a: ArrayLike, /, kth: int, axis: Optional[int] = -1, *,
+                 stream: StreamOrDevice = None) -> array:
     """Indices (uint32) that partition `a` along `axis` around position `kth`."""
     x, ax = _along(a, axis, "argpartition")
     return bind(ArgPartition(_kth(x, kth, ax, axis, "argpartition"), ax), (x,))
 
 
-def topk(a, /, k, axis=-1, *, stream=None):
+def topk(a: ArrayLike, /, k: int, axis: Optional[int] = -1, *,
+         stream: StreamOrDevice = None) -> array:
     """The `k` largest elements of `a` along `axis` (None: flattened), in no particular order."""
     x, ax = _along(a, axis, "topk")
     k = check_int(k, "k", "topk")
@@ -75,7 +81,8 @@ def topk(a, /, k, axis=-1, *, stream=None):
     return bind(Slice(start, stop, (1,) * x.ndim), (x,))
 
 
-def searchsorted(sorted_sequence, values, /, side="left", *, stream=None):
+def searchsorted(sorted_sequence: ArrayLike, values: ArrayLike, /, side: str = "left", *,
+                 stream: StreamOrDevice = None) -> array:
     """Indices (uint32) that keep the 1-D `sorted_sequence` sorted when inserting `values`:
     'left' counts the elements less than each value, 'right' those less or equal."""
     from .. import dtypes as D
