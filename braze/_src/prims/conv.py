@@ -19,9 +19,12 @@ Evaluation (NumPy; BLAS does the arithmetic):
 - scatter (input dilation > 1 and stride 1: transposed convolutions, input gradients of strided
   ones): one GEMM of the undilated input with every tap of the weight, each tap's product added
   into its strided slice of the output, so no inserted zero is ever multiplied;
-- depthwise (one input channel per group): a multiply-add per kernel tap, since a GEMM of
-  inner size prod(K) runs far below BLAS speed.
+- depthwise (one input channel per group): a multiply-add per kernel tap over cache-sized
+  blocks of the output, since a GEMM of inner size prod(K) runs far below BLAS speed.
 
+The weight gradient takes the same three forms (the patches transposed times the cotangent;
+for input dilation the cotangent's windows against the input; an einsum when depthwise). Input
+dilation with stride > 1 (only conv_general reaches it) multiplies the inserted zeros.
 float16 and bfloat16 compute in float32 and round once, as MLX does.
 
 The derivatives are the triad of a bilinear map: the input cotangent is a convolution of the
