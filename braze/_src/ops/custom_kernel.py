@@ -7,6 +7,8 @@ time therefore load; the CUDA back-end will make `cuda_kernel` run.
 """
 from __future__ import annotations
 
+from typing import Callable, List, Optional, Sequence
+
 from .. import dtypes as D
 from ..array import TraceState, array
 from ..device import Device, DeviceType, to_stream
@@ -83,16 +85,18 @@ class _Kernel:
         return [out] if isinstance(out, array) else list(out)
 
 
-def metal_kernel(name, input_names, output_names, source, header="",
-                 ensure_row_contiguous=True, atomic_outputs=False, compile_options=None):
+def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str,
+                 header: str = "", ensure_row_contiguous: bool = True, atomic_outputs: bool = False,
+                 compile_options: Optional[dict] = None) -> Callable[..., List[array]]:
     """A custom Metal kernel (MLX's signature). braze has no Metal back-end: calls raise
     "No Metal back-end" when run, as MLX without Metal."""
     return _Kernel("metal", name, input_names, output_names, source, header,
                    ensure_row_contiguous, atomic_outputs, compile_options)
 
 
-def cuda_kernel(name, input_names, output_names, source, header="",
-                ensure_row_contiguous=True, shared_memory=0):
+def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str], source: str,
+                header: str = "", ensure_row_contiguous: bool = True,
+                shared_memory: int = 0) -> Callable[..., List[array]]:
     """A custom CUDA kernel (MLX's signature); not runnable until braze's CUDA back-end."""
     k = _Kernel("cuda", name, input_names, output_names, source, header,
                 ensure_row_contiguous, False, None)

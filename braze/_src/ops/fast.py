@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Optional, Union
 
 from .. import dtypes as D
 from ..array import array
 from ..prims.base import ops as O
 from ._helpers import as_array, astype
+from ._typing import ArrayLike, StreamOrDevice
 
 __all__ = ["layer_norm", "rms_norm", "rope", "scaled_dot_product_attention"]
 
@@ -48,7 +50,8 @@ def _affine_param(p, x, name, op):
     return p
 
 
-def layer_norm(x, weight, bias, eps, *, stream=None) -> array:
+def layer_norm(x: ArrayLike, weight: Optional[ArrayLike], bias: Optional[ArrayLike], eps: float, *,
+               stream: StreamOrDevice = None) -> array:
     """(x - mean) / sqrt(var + eps) over the last axis, then * weight + bias (either may be
     None)."""
     op = "layer_norm"
@@ -74,7 +77,8 @@ def layer_norm(x, weight, bias, eps, *, stream=None) -> array:
     return y
 
 
-def rms_norm(x, weight, eps, *, stream=None) -> array:
+def rms_norm(x: ArrayLike, weight: Optional[ArrayLike], eps: float, *,
+             stream: StreamOrDevice = None) -> array:
     """x / sqrt(mean(x^2) + eps) over the last axis, then * weight (may be None)."""
     op = "rms_norm"
     x = _arr(x, op)
@@ -92,7 +96,9 @@ def rms_norm(x, weight, eps, *, stream=None) -> array:
     return y * weight if weight is not None else y
 
 
-def rope(a, dims, *, traditional, base, scale, offset, freqs=None, stream=None) -> array:
+def rope(a: ArrayLike, dims: int, *, traditional: bool, base: Optional[float], scale: float,
+         offset: Union[int, ArrayLike], freqs: Optional[ArrayLike] = None,
+         stream: StreamOrDevice = None) -> array:
     """Rotary positional encoding of the first `dims` features of `a` (shape (B, *, T, D));
     positions (offset + arange(T)) * scale run along axis -2. `offset` is an int or an integer
     array (a scalar, or one offset per batch element)."""
@@ -172,8 +178,10 @@ def rope(a, dims, *, traditional, base, scale, offset, freqs=None, stream=None) 
     return O.reshape(out, shape)
 
 
-def scaled_dot_product_attention(q, k, v, *, scale, mask=None, sinks=None, force_fused=False,
-                                 stream=None) -> array:
+def scaled_dot_product_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, scale: float,
+                                 mask: Union[None, str, ArrayLike] = None,
+                                 sinks: Optional[ArrayLike] = None, force_fused: bool = False,
+                                 stream: StreamOrDevice = None) -> array:
     """softmax(scale * q @ k^T + mask) @ v over (B, N, T, D) arrays.
 
     k and v may have fewer heads than q (grouped/multi-query attention: query head h uses kv

@@ -8,6 +8,7 @@ arrays (MLX rejects those because it routes them through matmul).
 from __future__ import annotations
 
 import math
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from ._helpers import (
     broadcast_to_shape,
     check_dims,
 )
+from ._typing import ArrayLike, StreamOrDevice
 
 __all__ = ["matmul", "addmm", "block_masked_mm", "segmented_mm", "inner", "outer", "tensordot",
            "einsum", "einsum_path", "kron", "vecdot", "hadamard_transform"]
@@ -92,7 +94,7 @@ def _squeeze(x, axes):
     return bind(Squeeze(axes), (x,)) if axes else x
 
 
-def matmul(a, b, *, stream=None) -> array:
+def matmul(a: ArrayLike, b: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """Matrix product with NumPy semantics for 1-D operands and broadcast batch axes."""
     return _matmul(a, b, "matmul")
 
@@ -106,7 +108,8 @@ def _matmul(a, b, op: str) -> array:
     return _squeeze(bind_allocating(Matmul(), (a2, b2), op), squeeze)
 
 
-def addmm(c, a, b, alpha=1.0, beta=1.0, *, stream=None) -> array:
+def addmm(c: ArrayLike, a: ArrayLike, b: ArrayLike, alpha: float = 1.0, beta: float = 1.0, *,
+          stream: StreamOrDevice = None) -> array:
     """alpha * (a @ b) + beta * c, with c broadcast to the output shape."""
     c, a, b = _arr(c, "addmm"), _arr(a, "addmm"), _arr(b, "addmm")
     for name, v in (("alpha", alpha), ("beta", beta)):
@@ -156,8 +159,10 @@ def _block_mask(mask, squeeze_axes, shape, dt, op):
     return broadcast_to_shape(astype(m, dt), shape)
 
 
-def block_masked_mm(a, b, /, block_size=64, mask_out=None, mask_lhs=None, mask_rhs=None, *,
-                    stream=None) -> array:
+def block_masked_mm(a: ArrayLike, b: ArrayLike, /, block_size: int = 64,
+                    mask_out: Optional[ArrayLike] = None, mask_lhs: Optional[ArrayLike] = None,
+                    mask_rhs: Optional[ArrayLike] = None, *,
+                    stream: StreamOrDevice = None) -> array:
     """a @ b with block_size x block_size blocks of the output and of either operand masked:
     a bool mask keeps or zeroes a block, a float one scales it (masks have shape
     (..., ceil(rows / block_size), ceil(cols / block_size)) and broadcast like the batch)."""
@@ -192,7 +197,8 @@ def block_masked_mm(a, b, /, block_size=64, mask_out=None, mask_lhs=None, mask_r
     return _squeeze(bind(prim, tuple(inputs)), squeeze)
 
 
-def segmented_mm(a, b, /, segments, *, stream=None) -> array:
+def segmented_mm(a: ArrayLike, b: ArrayLike, /, segments: ArrayLike, *,
+                 stream: StreamOrDevice = None) -> array:
     """out[s...] = a[:, k0:k1] @ b[k0:k1, :] for each segment [k0, k1) of the inner axis
     (segments of shape (..., 2)); an empty segment gives zeros."""
     op = "segmented_mm"
@@ -307,7 +313,7 @@ def _einsum_plan(subscripts, shapes, op="einsum"):
     return ins, out_s, sizes
 
 
-def einsum(subscripts, *operands, stream=None) -> array:
+def einsum(subscripts: str, *operands: ArrayLike, stream: StreamOrDevice = None) -> array:
     """Einstein summation (NumPy's notation: explicit '->', implicit mode, '...')."""
     if not operands:
         raise ValueError("[einsum] At least one operand is required.")
@@ -386,7 +392,7 @@ def _greedy_path(terms, out, sizes, cost_limit, memory_limit):
     return path, cost, scaling
 
 
-def einsum_path(subscripts, *operands):
+def einsum_path(subscripts: str, *operands: ArrayLike) -> Tuple[List[Tuple[int, ...]], str]:
     """The contraction order MLX's einsum picks (greedy, as NumPy's default), as
     (list of tuples of operand positions, a text report), like numpy.einsum_path."""
     if not operands:
@@ -427,7 +433,9 @@ def _axes_list(ax, ndim, which, op):
     return out
 
 
-def tensordot(a, b, axes=2, *, stream=None) -> array:
+def tensordot(a: ArrayLike, b: ArrayLike,
+              axes: Union[int, Sequence[int], Sequence[Sequence[int]]] = 2, *,
+              stream: StreamOrDevice = None) -> array:
     """Sum products over `axes`: an int n (last n of a with first n of b) or two sequences."""
     a, b = _arr(a, "tensordot"), _arr(b, "tensordot")
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
@@ -466,7 +474,7 @@ def tensordot(a, b, axes=2, *, stream=None) -> array:
     return bind_allocating(Einsum(spec), (a, b), "tensordot")
 
 
-def inner(a, b, *, stream=None) -> array:
+def inner(a: ArrayLike, b: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """Sum product over the last axes (a product when either input is 0-d)."""
     a, b = _arr(a, "inner"), _arr(b, "inner")
     if a.ndim == 0 or b.ndim == 0:
@@ -479,7 +487,7 @@ def inner(a, b, *, stream=None) -> array:
     return tensordot(a, b, ([-1], [-1]))
 
 
-def outer(a, b, *, stream=None) -> array:
+def outer(a: ArrayLike, b: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """The outer product of the flattened inputs."""
     a, b = _arr(a, "outer"), _arr(b, "outer")
     (a, b), _ = _common_dtype([a, b], "outer")
@@ -487,7 +495,7 @@ def outer(a, b, *, stream=None) -> array:
     return bind_allocating(Einsum("i,j->ij"), (a, b), "outer")
 
 
-def kron(a, b, *, stream=None) -> array:
+def kron(a: ArrayLike, b: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """The Kronecker product."""
     a, b = _arr(a, "kron"), _arr(b, "kron")
     if a.size == 0 or b.size == 0:
@@ -546,7 +554,8 @@ def _hadamard_factor(n):
                      f"got n = {n}.")
 
 
-def hadamard_transform(a, scale=None, stream=None) -> array:
+def hadamard_transform(a: ArrayLike, scale: Optional[float] = None,
+                       stream: StreamOrDevice = None) -> array:
     """The Walsh-Hadamard transform along the last axis, times `scale` (default 1/sqrt(n)).
 
     For n = m * 2^k the matrix is H_m (x) H_{2^k}, as in MLX. Sylvester's H_{2^k} is a butterfly
@@ -583,7 +592,8 @@ def hadamard_transform(a, scale=None, stream=None) -> array:
     return astype(_reshape(x, a.shape), dt)
 
 
-def vecdot(a, b, /, *, axis=-1, stream=None) -> array:
+def vecdot(a: ArrayLike, b: ArrayLike, /, *, axis: int = -1,
+           stream: StreamOrDevice = None) -> array:
     """sum(conj(a) * b) over `axis` (inputs broadcast against each other)."""
     a, b = _arr(a, "vecdot"), _arr(b, "vecdot")
     if a.ndim == 0 or b.ndim == 0:

@@ -13,6 +13,7 @@ these; braze's only device is the CPU, so `stream=` is checked like everywhere e
 from __future__ import annotations
 
 import math
+from typing import Sequence, Tuple, Union
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from . import reduction as R
 from . import shape as S
 from . import sorting as O
 from ._helpers import AxisError, as_array, broadcast_shapes, normalize_axis
+from ._typing import ArrayLike, StreamOrDevice
 from .linalg import matmul
 
 __all__ = ["norm", "inv", "tri_inv", "pinv", "cholesky", "cholesky_inv", "qr", "svd", "eigh",
@@ -89,18 +91,18 @@ def _inv(a, tri, upper, stream):
     return bind(Inverse(tri, bool(upper)), (a,))
 
 
-def inv(a, *, stream=None) -> array:
+def inv(a: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """The inverse of each square matrix in the last two axes."""
     return _inv(a, False, False, stream)
 
 
-def tri_inv(a, upper=False, *, stream=None) -> array:
+def tri_inv(a: ArrayLike, upper: bool = False, *, stream: StreamOrDevice = None) -> array:
     """The inverse of the lower (or `upper`) triangle of each square matrix; the other triangle
     of the result is zero."""
     return _inv(a, True, upper, stream)
 
 
-def pinv(a, *, stream=None) -> array:
+def pinv(a: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """Moore-Penrose pseudo-inverse through the SVD (MLX's cutoff: 10 * max(m, n) * eps times
     the largest singular value)."""
     op = "linalg::pinv"
@@ -121,7 +123,7 @@ def pinv(a, *, stream=None) -> array:
     return matmul(E.multiply(v, rs), u)
 
 
-def cholesky(a, upper=False, *, stream=None) -> array:
+def cholesky(a: ArrayLike, upper: bool = False, *, stream: StreamOrDevice = None) -> array:
     """L (lower, L @ L.T = a) or U (`upper`, U.T @ U = a) of each symmetric positive-definite
     matrix; only that triangle of `a` is read."""
     op = "linalg::cholesky"
@@ -132,7 +134,7 @@ def cholesky(a, upper=False, *, stream=None) -> array:
     return bind(Cholesky(bool(upper)), (a,))
 
 
-def cholesky_inv(a, upper=False, *, stream=None) -> array:
+def cholesky_inv(a: ArrayLike, upper: bool = False, *, stream: StreamOrDevice = None) -> array:
     """The inverse of the matrix whose Cholesky factor (lower, or `upper`) is `a`."""
     op = "linalg::cholesky_inv"
     a = _arr(a, op, stream)
@@ -144,7 +146,7 @@ def cholesky_inv(a, upper=False, *, stream=None) -> array:
 
 
 # -- factorisations ---------------------------------------------------------------------------
-def qr(a, *, stream=None):
+def qr(a: ArrayLike, *, stream: StreamOrDevice = None) -> Tuple[array, array]:
     """Reduced QR of each matrix: (Q, R) with Q (m, k) orthonormal columns, R (k, n) upper
     triangular, k = min(m, n)."""
     op = "linalg::qr"
@@ -154,7 +156,8 @@ def qr(a, *, stream=None):
     return tuple(bind(QRF(), (a,)))
 
 
-def svd(a, compute_uv=True, *, stream=None):
+def svd(a: ArrayLike, compute_uv: bool = True, *,
+        stream: StreamOrDevice = None) -> Union[Tuple[array, array, array], array]:
     """Singular value decomposition: (U, S, Vt) with a = U[:, :k] @ diag(S) @ Vt[:k], U (m, m)
     and Vt (n, n); `compute_uv=False` gives S alone (an array)."""
     op = "linalg::svd"
@@ -179,7 +182,8 @@ def _uplo(uplo, op):
     return "L" if uplo[:1] == "L" else "U"  # MLX reads the first character only
 
 
-def eigh(a, UPLO="L", *, stream=None):  # noqa: N803  (MLX's argument name)
+def eigh(a: ArrayLike, UPLO: str = "L", *,  # noqa: N803  (MLX's argument name)
+         stream: StreamOrDevice = None) -> Tuple[array, array]:
     """Eigenvalues (ascending) and eigenvectors (columns) of each symmetric/Hermitian matrix,
     read from its lower ("L") or upper ("U") triangle."""
     op = "linalg::eigh"
@@ -188,7 +192,8 @@ def eigh(a, UPLO="L", *, stream=None):  # noqa: N803  (MLX's argument name)
     return tuple(bind(Eigh(_uplo(UPLO, op), True), (a,)))
 
 
-def eigvalsh(a, UPLO="L", *, stream=None) -> array:  # noqa: N803
+def eigvalsh(a: ArrayLike, UPLO: str = "L", *,  # noqa: N803
+             stream: StreamOrDevice = None) -> array:
     """The eigenvalues (ascending) of each symmetric/Hermitian matrix."""
     op = "linalg::eigvalsh"
     a = _arr(a, op, stream)
@@ -196,7 +201,7 @@ def eigvalsh(a, UPLO="L", *, stream=None) -> array:  # noqa: N803
     return bind(Eigh(_uplo(UPLO, op), False), (a,))
 
 
-def eig(a, *, stream=None):
+def eig(a: ArrayLike, *, stream: StreamOrDevice = None) -> Tuple[array, array]:
     """Eigenvalues and right eigenvectors (columns) of each square matrix, complex64."""
     op = "linalg::eig"
     a = _arr(a, op, stream)
@@ -204,7 +209,7 @@ def eig(a, *, stream=None):
     return tuple(bind(Eig(True), (a,)))
 
 
-def eigvals(a, *, stream=None) -> array:
+def eigvals(a: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """The eigenvalues of each square matrix, complex64."""
     op = "linalg::eigvals"
     a = _arr(a, op, stream)
@@ -219,7 +224,7 @@ def _luf(a, op, stream):
     return bind(LUF(), (a,))
 
 
-def lu(a, *, stream=None):
+def lu(a: ArrayLike, *, stream: StreamOrDevice = None) -> Tuple[array, array, array]:
     """(P, L, U) with L[P] @ U = a: P (uint32) the row of L @ U each row of `a` is, L (m, k)
     unit lower triangular, U (k, n) upper triangular, k = min(m, n)."""
     lu_, _, rows = _luf(a, "linalg::lu", stream)
@@ -233,7 +238,7 @@ def lu(a, *, stream=None):
     return rows, E.add(low, C.eye(m, k, dtype=lu_.dtype)), up
 
 
-def lu_factor(a, *, stream=None):
+def lu_factor(a: ArrayLike, *, stream: StreamOrDevice = None) -> Tuple[array, array]:
     """(LU, pivots): L (unit diagonal implicit) and U packed in one matrix, and LAPACK's
     0-based row interchanges (uint32)."""
     lu_, piv, _ = _luf(a, "linalg::lu_factor", stream)
@@ -269,7 +274,8 @@ def _solve_args(a, b, op, stream):
     return a, b
 
 
-def solve_triangular(a, b, *, upper=False, stream=None) -> array:
+def solve_triangular(a: ArrayLike, b: ArrayLike, *, upper: bool = False,
+                     stream: StreamOrDevice = None) -> array:
     """x with a @ x = b for a lower (or `upper`) triangular `a` (MLX's graph: tri_inv(a) @ b)."""
     a, b = _solve_args(a, b, "linalg::solve_triangular", stream)
     return matmul(tri_inv(a, upper=upper), b)
@@ -282,7 +288,7 @@ def _broadcast_batch(a, b):
     return S.broadcast_to(a, batch + a.shape[-2:]), S.broadcast_to(b, batch + b.shape[-2:])
 
 
-def solve(a, b, *, stream=None) -> array:
+def solve(a: ArrayLike, b: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """x with a @ x = b for each square `a`; b is a vector (1-D) or a batch of matrices."""
     op = "linalg::solve"
     a, b = _solve_args(a, b, op, stream)
@@ -342,7 +348,7 @@ def _det_input(a, op, stream):
     return a if a.dtype is dt else a.astype(dt)
 
 
-def slogdet(a, *, stream=None):
+def slogdet(a: ArrayLike, *, stream: StreamOrDevice = None) -> Tuple[array, array]:
     """(sign, log|det|) of each square matrix (integers promote to float32)."""
     a = _det_input(a, "linalg::slogdet", stream)
     if a.shape[-1] <= 3:
@@ -351,7 +357,7 @@ def slogdet(a, *, stream=None):
     return _slogdet_lu(a)
 
 
-def det(a, *, stream=None) -> array:
+def det(a: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """The determinant of each square matrix (integers promote to float32)."""
     a = _det_input(a, "linalg::det", stream)
     if a.shape[-1] <= 3:
@@ -361,7 +367,7 @@ def det(a, *, stream=None) -> array:
 
 
 # -- cross ------------------------------------------------------------------------------------
-def cross(a, b, axis=-1, *, stream=None) -> array:
+def cross(a: ArrayLike, b: ArrayLike, axis: int = -1, *, stream: StreamOrDevice = None) -> array:
     """The cross product of 3-vectors (a 2-vector has a zero third component) along `axis`."""
     op = "linalg::cross"
     to_stream(stream, op)
@@ -489,7 +495,9 @@ def _norm_axes(axis, ndim, op):
     return [int(x) for x in axis]
 
 
-def norm(a, /, ord=None, axis=None, keepdims=False, *, stream=None) -> array:  # noqa: A002
+def norm(a: ArrayLike, /, ord: Union[int, float, str, None] = None,  # noqa: A002
+         axis: Union[int, Sequence[int], None] = None, keepdims: bool = False, *,
+         stream: StreamOrDevice = None) -> array:
     """Vector or matrix norm (MLX's table of orders: None, 'fro', 'nuc', inf, -inf, 0, 1, -1,
     2, -2, any other p for vectors)."""
     op = "linalg::norm"

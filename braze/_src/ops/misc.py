@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import IO, Any, List, Sequence, Union
 
 from .. import dtypes as D
 from .. import tree
@@ -9,6 +10,7 @@ from ..array import TraceState, array
 from ..device import defer_error
 from ..graph import to_dot
 from ..scheduler import eval_arrays
+from ._typing import Dtype, Scalar
 
 __all__ = ["eval", "async_eval", "export_to_dot", "result_type", "issubdtype", "can_cast",
            "isdtype", "get_array_buffer_size", "depends"]
@@ -32,7 +34,7 @@ def _array_leaves(args) -> list:
     return out
 
 
-def eval(*args) -> None:  # noqa: A001 - MLX's name
+def eval(*args: Any) -> None:  # noqa: A001 - MLX's name
     """Evaluate arrays and trees (lists, tuples, dicts) of arrays. Non-array leaves are
     ignored."""
     if len(args) == 1 and type(args[0]) is array:  # the common case, without a tree walk
@@ -44,7 +46,7 @@ def eval(*args) -> None:  # noqa: A001 - MLX's name
         eval_arrays(arrays)
 
 
-def async_eval(*args) -> None:
+def async_eval(*args: Any) -> None:
     """MLX's asynchronous eval. braze evaluates synchronously, so this is `eval`; like MLX it
     refuses to run inside a transformation (grad, vmap, compile traces)."""
     if TraceState.depth:
@@ -55,7 +57,7 @@ def async_eval(*args) -> None:
         defer_error(e)
 
 
-def export_to_dot(file, *args, **kwargs) -> None:
+def export_to_dot(file: Union[str, IO[str]], *args: Any, **kwargs: Any) -> None:
     """Write the graph behind the output arrays `args` (arrays or trees of arrays) to `file` in
     Graphviz DOT format. `file` is a path or an object with `write`; keyword arguments name
     arrays of the graph (`x=x`) so the output is easier to read."""
@@ -80,7 +82,7 @@ def export_to_dot(file, *args, **kwargs) -> None:
                         f"{type(file).__name__}.")
 
 
-def result_type(*arrays_and_dtypes) -> D.Dtype:
+def result_type(*arrays_and_dtypes: Union[array, Dtype, Scalar]) -> D.Dtype:
     """The dtype that promoting all the arrays and dtypes together gives. Python scalars are
     rejected (ValueError), as in MLX: their type depends on what they are combined with."""
     if not arrays_and_dtypes:
@@ -96,7 +98,7 @@ def result_type(*arrays_and_dtypes) -> D.Dtype:
     return D.promote_types(*dts)
 
 
-def can_cast(from_, to) -> bool:
+def can_cast(from_: Union[Dtype, array], to: Union[Dtype, array]) -> bool:
     """MLX's can_cast: `from_` (an array or a dtype) can be cast to `to` when promoting the two
     gives back `to`."""
     if isinstance(from_, array):
@@ -108,7 +110,7 @@ def can_cast(from_, to) -> bool:
     return D.can_cast(from_, to)
 
 
-def get_array_buffer_size(*args) -> int:
+def get_array_buffer_size(*args: Any) -> int:
     """Bytes of the unique buffers behind the (evaluated) arrays in `args` (arrays or trees of
     arrays; other leaves are ignored). Views count their whole base buffer, once."""
     seen = {}
@@ -123,7 +125,8 @@ def get_array_buffer_size(*args) -> int:
     return sum(seen.values())
 
 
-def depends(inputs, dependencies):
+def depends(inputs: Union[array, Sequence[array]],
+            dependencies: Union[array, Sequence[array]]) -> Union[array, List[array]]:
     """`inputs` unchanged, but computed only after `dependencies` (an array or a sequence of
     arrays each; a single array in gives a single array out)."""
     from ..prims.base import bind

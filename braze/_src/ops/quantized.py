@@ -11,6 +11,7 @@ packed weights), vmap and compile like any other ops. `qqmm` also rounds x to th
 from __future__ import annotations
 
 import math
+from typing import Optional, Tuple, Union
 
 from .. import dtypes as D
 from ..array import array
@@ -19,6 +20,7 @@ from ..prims.quantized import BITS, GROUP_SIZES, Dequantize, GatherMM, Quantize
 from ..prims.quantized_fp import MODES, ConvertFP8, FakeQuantize, FPDequantize, FPQuantize
 from ..prims.shape import ExpandDims, Squeeze
 from ._helpers import as_array, astype
+from ._typing import ArrayLike, Dtype, StreamOrDevice
 from .creation import arange
 from .linalg import matmul
 from .shape import reshape, swapaxes
@@ -46,8 +48,9 @@ def _indices(idx, batch_shape, op, name):
     return idx
 
 
-def gather_mm(a, b, /, lhs_indices=None, rhs_indices=None, *, sorted_indices=False,
-              stream=None) -> array:
+def gather_mm(a: ArrayLike, b: ArrayLike, /, lhs_indices: Optional[ArrayLike] = None,
+              rhs_indices: Optional[ArrayLike] = None, *, sorted_indices: bool = False,
+              stream: StreamOrDevice = None) -> array:
     """Matrix product with a gather of the matrices: out[i...] = A[lhs[i...]] @ B[rhs[i...]],
     where A, B are a, b with their batch axes flattened and the index arrays broadcast together
     (a missing index array means every matrix of that operand, in order)."""
@@ -151,8 +154,10 @@ def _scale_types(scales, biases, mode, op):
 
 
 # -- quantize / dequantize --------------------------------------------------------------------
-def quantize(w, /, group_size=None, bits=None, mode="affine", *, global_scale=None,
-             stream=None):
+def quantize(w: ArrayLike, /, group_size: Optional[int] = None, bits: Optional[int] = None,
+             mode: str = "affine", *, global_scale: Optional[ArrayLike] = None,
+             stream: StreamOrDevice = None
+             ) -> Union[Tuple[array, array, array], Tuple[array, array]]:
     """Quantize `w` along its last axis. "affine": (w_q, scales, biases), defaults group_size
     64, bits 4; "mxfp4" (32, 4), "nvfp4" (16, 4), "mxfp8" (32, 8): (w_q, uint8 scales).
 
@@ -203,8 +208,10 @@ def _fp_dequantize(w, scales, mode, dtype, gs, op):
     return bind(FPDequantize(mode, dtype, op), inputs)
 
 
-def dequantize(w, /, scales, biases=None, group_size=None, bits=None, mode="affine",
-               global_scale=None, dtype=None, *, stream=None) -> array:
+def dequantize(w: ArrayLike, /, scales: ArrayLike, biases: Optional[ArrayLike] = None,
+               group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "affine",
+               global_scale: Optional[ArrayLike] = None, dtype: Optional[Dtype] = None, *,
+               stream: StreamOrDevice = None) -> array:
     """The inverse of quantize: scales * q + biases per group ("affine"), or the fp values
     times their group's scale (fp modes; default dtype bfloat16, as MLX)."""
     op = "dequantize"
@@ -259,17 +266,21 @@ def _qmm_operands(x, w, scales, biases, transpose, group_size, bits, mode, op, g
     return astype(x, dt), wd
 
 
-def quantized_matmul(x, w, /, scales, biases=None, transpose=True, group_size=None, bits=None,
-                     mode="affine", *, stream=None) -> array:
+def quantized_matmul(x: ArrayLike, w: ArrayLike, /, scales: ArrayLike,
+                     biases: Optional[ArrayLike] = None, transpose: bool = True,
+                     group_size: Optional[int] = None, bits: Optional[int] = None,
+                     mode: str = "affine", *, stream: StreamOrDevice = None) -> array:
     """x @ dequantize(w).T (transpose=True) or x @ dequantize(w)."""
     x, wd = _qmm_operands(x, w, scales, biases, transpose, group_size, bits, mode,
                           "quantized_matmul")
     return matmul(x, wd)
 
 
-def gather_qmm(x, w, /, scales, biases=None, lhs_indices=None, rhs_indices=None,
-               transpose=True, group_size=None, bits=None, mode="affine", global_scale=None,
-               *, sorted_indices=False, stream=None) -> array:
+def gather_qmm(x: ArrayLike, w: ArrayLike, /, scales: ArrayLike, biases: Optional[ArrayLike] = None,
+               lhs_indices: Optional[ArrayLike] = None, rhs_indices: Optional[ArrayLike] = None,
+               transpose: bool = True, group_size: Optional[int] = None, bits: Optional[int] = None,
+               mode: str = "affine", global_scale: Optional[ArrayLike] = None, *,
+               sorted_indices: bool = False, stream: StreamOrDevice = None) -> array:
     """gather_mm(x, dequantize(w).T (or dequantize(w)), lhs_indices, rhs_indices)."""
     op = "gather_qmm"
     x, wd = _qmm_operands(x, w, scales, biases, transpose, group_size, bits, mode, op,
@@ -339,8 +350,10 @@ def _qq_operands(x, w, scales, group_size, bits, mode, gs_x, gs_w, op):
     return _round_to_mode(x, mode, gs_x, op), astype(wv, x.dtype)
 
 
-def qqmm(x, w, /, scales=None, group_size=None, bits=None, mode="nvfp4", global_scale_x=None,
-         global_scale_w=None, *, stream=None) -> array:
+def qqmm(x: ArrayLike, w: ArrayLike, /, scales: Optional[ArrayLike] = None,
+         group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "nvfp4",
+         global_scale_x: Optional[ArrayLike] = None, global_scale_w: Optional[ArrayLike] = None, *,
+         stream: StreamOrDevice = None) -> array:
     """x @ w.T with x rounded to the mode's values per group along K, and w either packed
     (with its uint8 scales) or a float matrix rounded the same way. Beyond MLX's CPU, any
     number of rows and batched x; the gradient passes through the rounding of x."""
@@ -353,9 +366,12 @@ def qqmm(x, w, /, scales=None, group_size=None, bits=None, mode="nvfp4", global_
     return matmul(xq, swapaxes(wv, -1, -2))
 
 
-def gather_qqmm(x, w, /, scales=None, lhs_indices=None, rhs_indices=None, group_size=None,
-                bits=None, mode="nvfp4", global_scale_x=None, global_scale_w=None, *,
-                sorted_indices=False, stream=None) -> array:
+def gather_qqmm(x: ArrayLike, w: ArrayLike, /, scales: Optional[ArrayLike] = None,
+                lhs_indices: Optional[ArrayLike] = None, rhs_indices: Optional[ArrayLike] = None,
+                group_size: Optional[int] = None, bits: Optional[int] = None, mode: str = "nvfp4",
+                global_scale_x: Optional[ArrayLike] = None,
+                global_scale_w: Optional[ArrayLike] = None, *, sorted_indices: bool = False,
+                stream: StreamOrDevice = None) -> array:
     """gather_mm of the rounded x with the (dequantized or rounded) w transposed."""
     op = "gather_qqmm"
     xq, wv = _qq_operands(x, w, scales, group_size, bits, mode, global_scale_x,
@@ -365,7 +381,7 @@ def gather_qqmm(x, w, /, scales=None, lhs_indices=None, rhs_indices=None, group_
 
 
 # -- fp8 --------------------------------------------------------------------------------------
-def to_fp8(x, *, stream=None) -> array:
+def to_fp8(x: ArrayLike, *, stream: StreamOrDevice = None) -> array:
     """Floats -> e4m3 codes as uint8 (round to nearest even, saturating at +-448)."""
     x = _arr(x, "to_fp8")
     if x.dtype.kind != "f":
@@ -374,7 +390,8 @@ def to_fp8(x, *, stream=None) -> array:
     return bind(ConvertFP8(True), (x,))
 
 
-def from_fp8(x, dtype=None, *, stream=None) -> array:
+def from_fp8(x: ArrayLike, dtype: Optional[Dtype] = None, *,
+             stream: StreamOrDevice = None) -> array:
     """e4m3 codes (uint8) -> floats of `dtype` (default bfloat16)."""
     x = _arr(x, "from_fp8")
     if x.dtype is not D.uint8:
