@@ -11,6 +11,7 @@ import gc
 import os
 import platform
 import threading
+from typing import Optional, Union
 
 __all__ = ["DeviceType", "Device", "Stream", "cpu", "gpu", "is_available", "default_device",
            "set_default_device", "default_stream", "new_stream", "set_default_stream",
@@ -20,6 +21,8 @@ __all__ = ["DeviceType", "Device", "Stream", "cpu", "gpu", "is_available", "defa
 
 
 class DeviceType(enum.Enum):
+    """The kind of a device: `cpu` or `gpu` (braze runs on the CPU only)."""
+
     cpu = 0
     gpu = 1
 
@@ -158,7 +161,7 @@ def _next_index(key: str) -> int:
     return i
 
 
-def is_available(device) -> bool:
+def is_available(device: Union[Device, DeviceType]) -> bool:
     """Whether braze can run on `device`: the CPU yes, the GPU no."""
     return to_device(device, "is_available").type is cpu
 
@@ -169,16 +172,21 @@ def _check_available(d: Device, message: str) -> None:
 
 
 def default_device() -> Device:
+    """The device ops run on by default (the CPU unless changed)."""
     return _state["device"]
 
 
-def set_default_device(device) -> None:
+def set_default_device(device: Union[Device, DeviceType]) -> None:
+    """Make `device` the default device; ValueError for the GPU (braze has no GPU
+    back-end).
+    """
     d = to_device(device, "set_default_device")
     _check_available(d, "[set_default_device] Cannot set gpu device without gpu backend.")
     _state["device"] = d
 
 
-def default_stream(device) -> Stream:
+def default_stream(device: Union[Device, DeviceType]) -> Stream:
+    """The calling thread's default stream of `device`; ValueError for the GPU."""
     d = to_device(device, "default_stream")
     _check_available(d, "[default_stream] Cannot get gpu stream without gpu backend.")
     s = _local.streams.get(d)
@@ -187,21 +195,22 @@ def default_stream(device) -> Stream:
     return s
 
 
-def new_stream(device) -> Stream:
+def new_stream(device: Union[Device, DeviceType]) -> Stream:
     """A new stream, usable only in the calling thread (as in MLX)."""
     s = new_thread_unsafe_stream(device, "new_stream")
     s._thread = threading.get_ident()
     return s
 
 
-def new_thread_unsafe_stream(device, op: str = "new_thread_unsafe_stream") -> Stream:
+def new_thread_unsafe_stream(device: Union[Device, DeviceType],
+                             op: str = "new_thread_unsafe_stream") -> Stream:
     """A new stream any thread may use."""
     d = to_device(device, op)
     _check_available(d, f"[{op}] Cannot make gpu stream without gpu backend.")
     return Stream(d, _next_index("next_index"))
 
 
-def new_thread_local_stream(device) -> ThreadLocalStream:
+def new_thread_local_stream(device: Union[Device, DeviceType]) -> ThreadLocalStream:
     """A stream object every thread may use: each thread runs on its own stream behind it."""
     d = to_device(device, "new_thread_local_stream")
     _check_available(d, "[new_thread_local_stream] Cannot make gpu stream without gpu "
@@ -223,7 +232,7 @@ def _resolve(s, op: str) -> Stream:
     return s
 
 
-def set_default_stream(stream) -> None:
+def set_default_stream(stream: Stream) -> None:
     """Make `stream` the default of its device (the default device does not change)."""
     if not isinstance(stream, Stream):
         raise TypeError(f"[set_default_stream] Expected a Stream, got {stream!r}.")
@@ -300,13 +309,14 @@ class StreamContext:
         return False
 
 
-def stream(s) -> StreamContext:
+def stream(s: Union[Stream, ThreadLocalStream, Device, DeviceType]) -> StreamContext:
     """`with mx.stream(s): ...` runs the block with `s` (a Stream, Device or DeviceType) as the
     default."""
     return StreamContext(s)
 
 
-def synchronize(stream=None) -> None:
+def synchronize(
+        stream: Optional[Union[Stream, ThreadLocalStream, Device, DeviceType]] = None) -> None:
     """Wait for the work queued on `stream`. braze evaluates synchronously: nothing to wait for.
 
     It does collect young reference cycles (cheap: generations 0 and 1). The outputs of a
@@ -330,7 +340,7 @@ def defer_error(e: Exception) -> None:
     _local.error = e
 
 
-def device_count(device_type) -> int:
+def device_count(device_type: Union[Device, DeviceType]) -> int:
     """How many devices of this type braze can use: 1 CPU, 0 GPUs."""
     d = to_device(device_type, "device_count")
     return 1 if d.type is cpu else 0
@@ -347,7 +357,7 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def device_info(d=None) -> dict:
+def device_info(d: Optional[Union[Device, DeviceType]] = None) -> dict:
     """Properties of a device (the default device if None); {} for an unavailable device."""
     dev = default_device() if d is None else to_device(d, "device_info")
     if dev.type is not cpu:

@@ -39,46 +39,56 @@ def cuda_is_available() -> bool:
 
 
 def get_active_memory() -> int:
+    """Deprecated alias of `mx.get_active_memory` (prints a notice on first use)."""
     _deprecated("get_active_memory")
     return _memory.get_active_memory()
 
 
 def get_peak_memory() -> int:
+    """Deprecated alias of `mx.get_peak_memory` (prints a notice on first use)."""
     _deprecated("get_peak_memory")
     return _memory.get_peak_memory()
 
 
 def reset_peak_memory() -> None:
+    """Deprecated alias of `mx.reset_peak_memory` (prints a notice on first use)."""
     _deprecated("reset_peak_memory")
     _memory.reset_peak_memory()
 
 
 def get_cache_memory() -> int:
+    """Deprecated alias of `mx.get_cache_memory` (prints a notice on first use)."""
     _deprecated("get_cache_memory")
     return _memory.get_cache_memory()
 
 
 def set_memory_limit(limit: int) -> int:
+    """Deprecated alias of `mx.set_memory_limit` (prints a notice on first use)."""
     _deprecated("set_memory_limit")
     return _memory.set_memory_limit(limit)
 
 
 def set_cache_limit(limit: int) -> int:
+    """Deprecated alias of `mx.set_cache_limit` (prints a notice on first use)."""
     _deprecated("set_cache_limit")
     return _memory.set_cache_limit(limit)
 
 
 def set_wired_limit(limit: int) -> int:
+    """Deprecated alias of `mx.set_wired_limit` (prints a notice on first use)."""
     _deprecated("set_wired_limit")
     return _memory.set_wired_limit(limit)
 
 
 def clear_cache() -> None:
+    """Deprecated alias of `mx.clear_cache` (prints a notice on first use)."""
     _deprecated("clear_cache")
     _memory.clear_cache()
 
 
 def device_info() -> dict:
+    """Information about the Metal device: `{}` here, as there is none (deprecated, like
+    MLX's; `mx.device_info()` describes the CPU)."""
     _deprecated("device_info")
     return _device.device_info(_device.Device(_device.gpu, 0))
 
