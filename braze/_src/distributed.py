@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 from . import tree as T
 from .array import array
 from .dtypes import Dtype
+from .ops._typing import ArrayLike, StreamOrDevice
 
 __all__ = ["Group", "init", "is_available", "all_sum", "all_max", "all_min", "all_gather",
            "sum_scatter", "send", "recv", "recv_like"]
@@ -241,32 +242,35 @@ def _rank_arg(r, group: Group, what: str, op: str) -> int:
 
 
 # -- collectives (stream= is accepted and ignored) --------------------------------------------
-def all_sum(x, *, group: Optional[Group] = None, stream=None) -> array:
+def all_sum(x: ArrayLike, *, group: Optional[Group] = None, stream: StreamOrDevice = None) -> array:
     """Sum `x` over every process of the group; every process gets the result."""
     return _group(group, "all_sum")._backend.all_sum(_as_array(x, "all_sum"))
 
 
-def all_max(x, *, group: Optional[Group] = None, stream=None) -> array:
+def all_max(x: ArrayLike, *, group: Optional[Group] = None, stream: StreamOrDevice = None) -> array:
     """Elementwise maximum of `x` over the group."""
     return _group(group, "all_max")._backend.all_max(_as_array(x, "all_max"))
 
 
-def all_min(x, *, group: Optional[Group] = None, stream=None) -> array:
+def all_min(x: ArrayLike, *, group: Optional[Group] = None, stream: StreamOrDevice = None) -> array:
     """Elementwise minimum of `x` over the group."""
     return _group(group, "all_min")._backend.all_min(_as_array(x, "all_min"))
 
 
-def all_gather(x, *, group: Optional[Group] = None, stream=None) -> array:
+def all_gather(x: ArrayLike, *, group: Optional[Group] = None,
+               stream: StreamOrDevice = None) -> array:
     """Concatenate `x` from every process along the first axis (rank order)."""
     return _group(group, "all_gather")._backend.all_gather(_as_array(x, "all_gather"))
 
 
-def sum_scatter(x, *, group: Optional[Group] = None, stream=None) -> array:
+def sum_scatter(x: ArrayLike, *, group: Optional[Group] = None,
+                stream: StreamOrDevice = None) -> array:
     """Sum `x` over the group and give each process its slice of the first axis."""
     return _group(group, "sum_scatter")._backend.sum_scatter(_as_array(x, "sum_scatter"))
 
 
-def send(x, dst: int, *, group: Optional[Group] = None, stream=None) -> array:
+def send(x: ArrayLike, dst: int, *, group: Optional[Group] = None,
+         stream: StreamOrDevice = None) -> array:
     """Send `x` to rank `dst`; returns an array to evaluate to perform the send."""
     g = _group(group, "send")
     x = _as_array(x, "send")
@@ -274,7 +278,7 @@ def send(x, dst: int, *, group: Optional[Group] = None, stream=None) -> array:
 
 
 def recv(shape: Sequence[int], dtype: Dtype, src: int, *, group: Optional[Group] = None,
-         stream=None) -> array:
+         stream: StreamOrDevice = None) -> array:
     """Receive an array of `shape` and `dtype` from rank `src`."""
     g = _group(group, "recv")
     if isinstance(shape, int):
@@ -288,7 +292,8 @@ def recv(shape: Sequence[int], dtype: Dtype, src: int, *, group: Optional[Group]
     return g._backend.recv(shape, dtype, _rank_arg(src, g, "src", "recv"))
 
 
-def recv_like(x, src: int, *, group: Optional[Group] = None, stream=None) -> array:
+def recv_like(x: ArrayLike, src: int, *, group: Optional[Group] = None,
+              stream: StreamOrDevice = None) -> array:
     """Receive an array shaped and typed like `x` from rank `src`."""
     x = _as_array(x, "recv_like")
     return recv(x.shape, x.dtype, src, group=group, stream=stream)

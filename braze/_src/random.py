@@ -19,6 +19,7 @@ import math
 import numbers
 import threading
 import time
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -51,6 +52,7 @@ from .ops import (
     view,
 )
 from .ops._helpers import check_shape
+from .ops._typing import ArrayLike, Dtype, StreamOrDevice
 from .prims.base import bind
 from .prims.random import CovarianceSqrt, RandomBits
 
@@ -244,7 +246,8 @@ def _broadcast(shapes, op: str) -> tuple:
 
 
 # -- bits and split ---------------------------------------------------------------------------
-def bits(shape=(), width: int = 4, key=None, stream=None) -> array:  # noqa: A002
+def bits(shape: Sequence[int] = (), width: int = 4, key: Optional[array] = None,
+         stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Random bits: an array of `shape` of uint32 (width 4), uint16 (2) or uint8 (1).
 
     The same key gives the same bits as MLX's `random::bits`."""
@@ -256,7 +259,7 @@ def bits(shape=(), width: int = 4, key=None, stream=None) -> array:  # noqa: A00
     return bind(RandomBits(shape, int(width)), (_resolve_key(key, "bits"),))
 
 
-def split(key, num: int = 2, stream=None) -> array:  # noqa: A002
+def split(key: array, num: int = 2, stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Split a key into `num` subkeys: an array of shape (num, 2)."""
     if isinstance(num, bool) or not isinstance(num, (int, np.integer)):
         raise TypeError(f"[split] Expected an int num, got {type(num).__name__}: {num!r}.")
@@ -280,7 +283,9 @@ def _uniform(lo: array, hi: array, shape: tuple, dtype: D.Dtype, k: array, op: s
     return add(multiply(rng, u), lo)
 
 
-def uniform(low=0, high=1, shape=(), dtype=D.float32, key=None, stream=None) -> array:  # noqa: A002
+def uniform(low: ArrayLike = 0, high: ArrayLike = 1, shape: Sequence[int] = (),
+            dtype: Optional[Dtype] = D.float32, key: Optional[array] = None,
+            stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Uniform samples in the half-open interval [low, high)."""
     op = "uniform"
     shape = _shape(shape, op)
@@ -294,7 +299,9 @@ def uniform(low=0, high=1, shape=(), dtype=D.float32, key=None, stream=None) -> 
     return _uniform(lo, hi, shape, dtype, _resolve_key(key, op), op)
 
 
-def normal(shape=(), dtype=D.float32, loc=None, scale=None, key=None, stream=None) -> array:  # noqa: A002
+def normal(shape: Sequence[int] = (), dtype: Optional[Dtype] = D.float32,
+           loc: Optional[ArrayLike] = None, scale: Optional[ArrayLike] = None,
+           key: Optional[array] = None, stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Normal samples with mean `loc` (default 0) and standard deviation `scale` (default 1)."""
     op = "normal"
     shape = _shape(shape, op)
@@ -324,7 +331,9 @@ def normal(shape=(), dtype=D.float32, loc=None, scale=None, key=None, stream=Non
     return s
 
 
-def randint(low, high, shape=(), dtype=D.int32, key=None, stream=None) -> array:  # noqa: A002
+def randint(low: ArrayLike, high: ArrayLike, shape: Sequence[int] = (),
+            dtype: Optional[Dtype] = D.int32, key: Optional[array] = None,
+            stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Random integers in the half-open interval [low, high), as MLX draws them: the floor of
     a float32 uniform in [low, high), clipped to [low, high - 1] in the output dtype."""
     op = "randint"
@@ -343,7 +352,8 @@ def randint(low, high, shape=(), dtype=D.int32, key=None, stream=None) -> array:
     return maximum(minimum(out, hi_t), lo_t)
 
 
-def bernoulli(p=0.5, shape=None, key=None, stream=None) -> array:  # noqa: A002
+def bernoulli(p: ArrayLike = 0.5, shape: Optional[Sequence[int]] = None,
+              key: Optional[array] = None, stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Bernoulli samples (bool) with probability `p` of True; shape defaults to p's shape."""
     op = "bernoulli"
     p_a = _to_array(p, op, "p")
@@ -359,7 +369,9 @@ def bernoulli(p=0.5, shape=None, key=None, stream=None) -> array:  # noqa: A002
     return less(b, multiply(p_a, array(_BERNOULLI_SCALE, D.float32)))
 
 
-def truncated_normal(lower, upper, shape=None, dtype=D.float32, key=None, stream=None) -> array:  # noqa: A002
+def truncated_normal(lower: ArrayLike, upper: ArrayLike, shape: Optional[Sequence[int]] = None,
+                     dtype: Optional[Dtype] = D.float32, key: Optional[array] = None,
+                     stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Normal samples truncated to [lower, upper]."""
     op = "truncated_normal"
     dtype = _dtype(dtype, op)
@@ -378,7 +390,8 @@ def truncated_normal(lower, upper, shape=None, dtype=D.float32, key=None, stream
     return maximum(minimum(upper_t, out), lower_t)
 
 
-def gumbel(shape=(), dtype=D.float32, key=None, stream=None) -> array:  # noqa: A002
+def gumbel(shape: Sequence[int] = (), dtype: Optional[Dtype] = D.float32,
+           key: Optional[array] = None, stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Standard Gumbel samples (CDF exp(-exp(-x)))."""
     op = "gumbel"
     shape = _shape(shape, op)
@@ -402,8 +415,9 @@ def _valid_axis(axis, ndim: int, op: str) -> int:
     return ax
 
 
-def categorical(logits, axis: int = -1, shape=None, num_samples=None, key=None,
-                stream=None) -> array:  # noqa: A002
+def categorical(logits: ArrayLike, axis: int = -1, shape: Optional[Sequence[int]] = None,
+                num_samples: Optional[int] = None, key: Optional[array] = None,
+                stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Samples (uint32 indices along `axis`) from the categorical distributions given by the
     unnormalized log-probabilities `logits` (the Gumbel-max trick, as MLX)."""
     op = "categorical"
@@ -435,7 +449,9 @@ def categorical(logits, axis: int = -1, shape=None, num_samples=None, key=None,
     return argmax(add(g, logits), axis=offset)
 
 
-def laplace(shape=(), dtype=D.float32, loc=0.0, scale=1.0, key=None, stream=None) -> array:  # noqa: A002
+def laplace(shape: Sequence[int] = (), dtype: Optional[Dtype] = D.float32, loc: float = 0.0,
+            scale: float = 1.0, key: Optional[array] = None,
+            stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Laplace samples with location `loc` and scale `scale`."""
     op = "laplace"
     shape = _shape(shape, op)
@@ -460,7 +476,8 @@ def _param(v, dtype: D.Dtype) -> array:
     return astype(v, dtype) if isinstance(v, array) else array(float(v), dtype)
 
 
-def permutation(x, axis: int = 0, key=None, stream=None) -> array:  # noqa: A002
+def permutation(x: Union[int, ArrayLike], axis: int = 0, key: Optional[array] = None,
+                stream: StreamOrDevice = None) -> array:  # noqa: A002
     """A random permutation of `range(x)` (x an int), or of `x` along `axis`."""
     op = "permutation"
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
@@ -483,7 +500,9 @@ def permutation(x, axis: int = 0, key=None, stream=None) -> array:  # noqa: A002
     return take(x, perm, axis=ax)
 
 
-def multivariate_normal(mean, cov, shape=(), dtype=D.float32, key=None, stream=None) -> array:  # noqa: A002
+def multivariate_normal(mean: ArrayLike, cov: ArrayLike, shape: Sequence[int] = (),
+                        dtype: Optional[Dtype] = D.float32, key: Optional[array] = None,
+                        stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Jointly normal samples with mean `mean` (..., n) and covariance `cov` (..., n, n)."""
     op = "multivariate_normal"
     shape = _shape(shape, op)
