@@ -181,43 +181,68 @@ def _donated(prim, a, ins) -> bool:
     if fn is None or any(x._dtype is not a._dtype for x in ins):
         return False
     for k in range(len(ins)):
-        if ins[k]._nc == 1 and _donate(fn, a, ins, k):
-            return True
+        if ins[k]._nc == 1:
+            d = _free_buffer(ins, k, a._shape)
+            if d is not None:
+                fn(*[y._data for y in ins], out=d)
+                _take_count(a, ins[k], d)
+                _set_data(a, d)
+                return True
     return False
 
 
-def _donate(fn, a, ins, k) -> bool:
-    """Whether input k's buffer may take `a`'s value, and if so compute it there.
+def _free_buffer(ins, k, shape):
+    """The buffer of input k of a node (`ins`: its inputs) if the node may write its output
+    there, else None.
 
-    Only a C-contiguous, writeable buffer of a's shape qualifies (the same kernel loop as a
-    fresh output, so the same bits), and only when the input is referenced by this node alone
-    and the buffer by that input alone: its `_data` itself (counted by it), or the only view
-    of an ndarray that owns its memory (`a` counts it from now on, if its counter is gone).
+    Only a C-contiguous, writeable buffer of `shape` qualifies (the same loop as a fresh
+    output, so the same bits), and only when the input is referenced by this node alone and
+    the buffer by that input alone: its `_data` itself, or the only view of an ndarray that
+    owns its memory. The caller must hold no reference to the input besides `ins`.
     """
     x = ins[k]
     d = x._data
-    if (d.nbytes < DONATE_MIN_BYTES or d.shape != a._shape or not d.flags.c_contiguous
+    if (d.nbytes < DONATE_MIN_BYTES or d.shape != shape or not d.flags.c_contiguous
             or not d.flags.writeable):
-        return False
-    # references: a._inputs (the same tuple as `ins`), `x`, getrefcount's argument; then
-    # the slot x._data, `d`, the argument
+        return None
+    # references: the tuple `ins`, `x`, getrefcount's argument; then the slot x._data, `d`,
+    # the argument
     if _getrefcount(x) != 3 or _getrefcount(d) != 3:
-        return False
+        return None
     b = d.base
     if b is not None and (type(b) is not np.ndarray or b.base is not None
                           or _getrefcount(b) != 3):  # d.base, `b`, the argument
-        return False
-    fn(*[y._data for y in ins], out=d)
-    a._data = d
-    if x._mem:  # x counts the buffer: the count moves with it
-        a._mem, x._mem = x._mem, 0
-    elif b is not None:  # the array that counted b is gone: a counts it now
-        c = memory.Counters
-        a._mem = b.nbytes
+        return None
+    return d
+
+
+def _take_count(a, x, d):
+    """Node `a` takes input x's donated buffer `d`: x stops counting it, and `a` counts the
+    owner of a view (whose counter is gone); `_set_data` counts an owned buffer."""
+    c = memory.Counters
+    c.active -= x._mem
+    x._mem = 0
+    if d.base is not None:
+        a._mem = d.base.nbytes
         c.active += a._mem
         if c.active > c.peak:
             c.peak = c.active
-    return True
+
+
+def eval_update(prim, a) -> list:
+    """Evaluate node `a` of an update primitive (its output is its first input with some
+    elements rewritten by `prim.write(buffer, *other inputs)`) in that input's buffer when
+    nothing else can see it, as MLX donates it: a KV-cache step costs the new tokens, not
+    the cache. While a transform keeps the graph (its vjp may read the input) it copies."""
+    ins = a._inputs
+    d = None
+    if DONATION and ins[0]._nc == 1 and not (a._tracer and TraceState.depth):
+        d = _free_buffer(ins, 0, a._shape)
+    if d is None:
+        return prim.eval_cpu(*[x._data for x in ins])
+    prim.write(d, *[x._data for x in ins[1:]])
+    _take_count(a, ins[0], d)
+    return [d]
 
 
 def _memory_error(a, e):
@@ -257,6 +282,7 @@ def eval_arrays(arrays) -> None:
             prim = a._prim
             if (prim is None or prim.node_eval or a._siblings is not None
                     or (tracing and a._tracer)):
+                ins = None  # a stale reference would keep an update from taking its input
                 _run(a)
                 continue
             # the common case, inlined: one output, a NumPy kernel, no graph to keep

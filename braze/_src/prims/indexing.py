@@ -1,7 +1,9 @@
 """Primitives: gather and scatter (MLX's Gather, GatherAxis, Scatter, ScatterAxis, MaskedScatter).
 
 Index arrays may be negative (counted from the end). Out-of-range indices are undefined in MLX;
-here they are clipped into range so a kernel never reads or writes outside its buffer.
+here they are clipped into range so a kernel never reads or writes outside its buffer. The
+scatters are update primitives (`InPlaceUpdate`): they write into their input's buffer when
+nothing else can see it.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 from .. import dtypes as D
 from .base import Primitive, bind, broadcast_shapes, ops
 from .core import sum_to_shape
-from .shape import _batched, _tangent, _to_front, batch_size
+from .shape import InPlaceUpdate, _batched, _tangent, _to_front, batch_size
 
 REDUCE_TYPES = ("none", "sum", "prod", "max", "min")
 
@@ -207,7 +209,7 @@ def _apply(out, index, updates, reduce_type):
 
 
 @dataclass(frozen=True)
-class Scatter(Primitive):
+class Scatter(InPlaceUpdate, Primitive):
     """A copy of x with updates written (or accumulated) at the gathered positions.
 
     Inputs (x, *indices, updates); updates have shape idx_shape + slice_shape with
@@ -221,16 +223,14 @@ class Scatter(Primitive):
     def abstract_eval(self, x, *rest):
         return [(x.shape, x.dtype)]
 
-    def eval_cpu(self, x, *rest):
+    def write(self, out, *rest):
         indices, updates = rest[:-1], rest[-1]
-        k = updates.ndim - x.ndim
+        k = updates.ndim - out.ndim
         slice_sizes = updates.shape[k:]
         idx = list(indices) if indices else []
-        index, ishape = _nd_index(x.shape, idx, self.axes, slice_sizes)
-        out = np.array(x, copy=True)
+        index, ishape = _nd_index(out.shape, idx, self.axes, slice_sizes)
         upd = np.broadcast_to(updates, tuple(ishape) + tuple(slice_sizes))
         _apply(out, index, upd, self.reduce_type)
-        return [out]
 
     def _gather(self, src, indices, updates, x):
         """src at the scattered positions, in the updates' layout (idx_shape + slice)."""
@@ -357,7 +357,7 @@ class Scatter(Primitive):
 
 
 @dataclass(frozen=True)
-class ScatterAxis(Primitive):
+class ScatterAxis(InPlaceUpdate, Primitive):
     """put_along_axis: inputs (x, idx, updates) with idx and updates of the same shape."""
 
     reduce_type: str
@@ -366,20 +366,18 @@ class ScatterAxis(Primitive):
     def abstract_eval(self, x, idx, updates):
         return [(x.shape, x.dtype)]
 
-    def eval_cpu(self, x, idx, updates):
+    def write(self, out, idx, updates):
         ax = self.axis
-        idx = _fix_index(idx, x.shape[ax])
-        out = np.array(x, copy=True)
+        idx = _fix_index(idx, out.shape[ax])
         index = []
-        for d in range(x.ndim):
+        for d in range(out.ndim):
             if d == ax:
                 index.append(idx)
             else:
-                shp = [1] * x.ndim
+                shp = [1] * out.ndim
                 shp[d] = idx.shape[d]
                 index.append(np.arange(idx.shape[d]).reshape(shp))
         _apply(out, tuple(index), updates, self.reduce_type)
-        return [out]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x, idx, updates = primals
@@ -430,22 +428,20 @@ class ScatterAxis(Primitive):
 
 
 @dataclass(frozen=True)
-class MaskedScatter(Primitive):
+class MaskedScatter(InPlaceUpdate, Primitive):
     """a[mask] = values: the True positions (row-major) take values' elements in order."""
 
     def abstract_eval(self, x, mask, values):
         return [(x.shape, x.dtype)]
 
-    def eval_cpu(self, x, mask, values):
-        out = np.array(x, copy=True)
-        m = np.broadcast_to(mask, x.shape)
+    def write(self, out, mask, values):
+        m = np.broadcast_to(mask, out.shape)
         n = int(np.count_nonzero(m))
         flat = np.asarray(values).reshape(-1)
         if flat.size == 1:
             out[m] = flat[0]
         elif n:
             out[m] = flat[:n] if flat.size >= n else np.resize(flat, n)
-        return [out]
 
     @staticmethod
     def _slots(mask, nvalues):

@@ -1,7 +1,8 @@
 """Primitives: shape family (views, copies and rearrangements; no arithmetic).
 
 Kernels return NumPy views where NumPy can (reshape of contiguous data, transpose, slices,
-broadcast, split); the scheduler never writes into a buffer it did not allocate.
+broadcast, split); the scheduler writes in place only into a buffer nothing else can see
+(donation, `scheduler.eval_update`).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes as D
-from ..scheduler import CompileTraces
+from ..scheduler import CompileTraces, eval_update
 from .base import Primitive, bind, broadcast_shapes, ops
 from .core import sum_like, sum_to_shape
 from .unary import STOP_GRADIENT
@@ -392,8 +393,24 @@ class Slice(Primitive):
         return [bind(prim, (x,))], [0]
 
 
+class InPlaceUpdate:
+    """Mixin of an update primitive: its output is its first input with some elements
+    rewritten by `write(buffer, *other inputs)`, in a copy of that input or, when nothing
+    else can see it, in its own buffer (the scheduler's `eval_update`; MLX donates it too)."""
+
+    node_eval = True
+
+    def eval_cpu(self, x, *rest):
+        out = np.array(x, copy=True)
+        self.write(out, *rest)
+        return [out]
+
+    def eval_node(self, node):
+        return eval_update(self, node)
+
+
 @dataclass(frozen=True)
-class SliceUpdate(Primitive):
+class SliceUpdate(InPlaceUpdate, Primitive):
     """A copy of x with x[start:stop:strides] = update (update already has the slice's shape)."""
 
     start: tuple
@@ -403,10 +420,8 @@ class SliceUpdate(Primitive):
     def abstract_eval(self, x, update):
         return [(x.shape, x.dtype)]
 
-    def eval_cpu(self, x, update):
-        out = np.array(x, copy=True)
+    def write(self, out, update):
         out[_py_slices(self.start, self.stop, self.strides)] = update
-        return [out]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x, update = primals
@@ -509,21 +524,19 @@ class DynamicSlice(Primitive):
 
 
 @dataclass(frozen=True)
-class DynamicSliceUpdate(Primitive):
+class DynamicSliceUpdate(InPlaceUpdate, Primitive):
     axes: tuple
 
     def abstract_eval(self, x, update, starts):
         return [(x.shape, x.dtype)]
 
-    def eval_cpu(self, x, update, starts):
+    def write(self, out, update, starts):
         sizes = [update.shape[ax] for ax in self.axes]
-        st = _dynamic_starts(x.shape, starts, self.axes, sizes)
-        idx = [slice(None)] * x.ndim
+        st = _dynamic_starts(out.shape, starts, self.axes, sizes)
+        idx = [slice(None)] * out.ndim
         for ax, s, sz in zip(self.axes, st, sizes):
             idx[ax] = slice(s, s + sz)
-        out = np.array(x, copy=True)
         out[tuple(idx)] = update
-        return [out]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x, update, starts = primals
