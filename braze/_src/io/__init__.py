@@ -9,7 +9,10 @@ temporary file beside it and renames it into place when complete.
 from __future__ import annotations
 
 import os
+from typing import BinaryIO, Dict, Tuple, Union
 
+from ..array import array
+from ..ops._typing import StreamOrDevice
 from . import npy, npz
 from ._files import is_reader, name_of
 from .gguf import load_gguf, save_gguf
@@ -40,7 +43,9 @@ def _format_of(file, format):
     return ext[1:]
 
 
-def load(file, /, format: str | None = None, return_metadata: bool = False, *, stream=None):
+def load(file: Union[str, os.PathLike, BinaryIO], /, format: str | None = None,
+         return_metadata: bool = False, *, stream: StreamOrDevice = None
+         ) -> Union[array, Dict[str, array], Tuple[Dict[str, array], dict]]:
     """Load a `.npy` (one array), `.npz`, `.safetensors` or `.gguf` file (dict of arrays; with
     `return_metadata`, also the metadata of safetensors/GGUF files)."""
     format = _format_of(file, format)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import BinaryIO, Dict, Union
 
 import numpy as np
 
@@ -73,7 +74,8 @@ def _metadata_value(key, value) -> bytes:
     return struct.pack("<IIQ", _ARRAY, vt, value.size) + data
 
 
-def save_gguf(file, arrays: dict, metadata: dict | None = None) -> None:
+def save_gguf(file: Union[str, os.PathLike, BinaryIO], arrays: Dict[str, array],
+              metadata: dict | None = None) -> None:
     """Write `arrays` (name -> array) and `metadata` to a GGUF file (".gguf" is appended)."""
     op = "save_gguf"
     if not isinstance(arrays, dict):

@@ -5,13 +5,17 @@ does) and read back as bfloat16. Loading a path is lazy (`_files.lazy_read`).
 """
 from __future__ import annotations
 
+import os
+from typing import BinaryIO, Union
+
 import numpy as np
 
+from ..ops._typing import ArrayLike
 from ..ops.shape import transpose
 from ._files import BF16, file_dtype, from_numpy, lazy_read, open_for_write, to_numpy
 
 
-def save(file, a) -> None:
+def save(file: Union[str, os.PathLike, BinaryIO], a: ArrayLike) -> None:
     """Write one array to a `.npy` file (".npy" is appended to a path without it)."""
     x = to_numpy(a, "a", "save")
     if x.dtype == BF16:

@@ -1,11 +1,14 @@
 """`.npz` files: NumPy archives of `.npy` entries (bfloat16 as `<V2`, as in `npy.py`)."""
 from __future__ import annotations
 
+import os
 import zipfile
 import zlib
+from typing import BinaryIO, Union
 
 import numpy as np
 
+from ..ops._typing import ArrayLike
 from ._files import BF16, from_numpy, is_reader, open_for_write, path_of, to_numpy
 
 
@@ -31,12 +34,13 @@ def _named(args, kwargs, op) -> dict:
     return arrays
 
 
-def savez(file, *args, **kwargs) -> None:
+def savez(file: Union[str, os.PathLike, BinaryIO], *args: ArrayLike, **kwargs: ArrayLike) -> None:
     """Save arrays to an uncompressed `.npz` (positional ones as arr_0, arr_1, ...)."""
     _write_npz(file, _named(args, kwargs, "savez"), False)
 
 
-def savez_compressed(file, *args, **kwargs) -> None:
+def savez_compressed(file: Union[str, os.PathLike, BinaryIO], *args: ArrayLike,
+                     **kwargs: ArrayLike) -> None:
     """Save arrays to a compressed `.npz`."""
     _write_npz(file, _named(args, kwargs, "savez_compressed"), True)
 

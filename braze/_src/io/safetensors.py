@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import os
 import struct
+from typing import BinaryIO, Dict, Union
 
 import ml_dtypes
 import numpy as np
 
 from .. import dtypes as D
+from ..array import array
 from ._files import (
     from_numpy,
     is_reader,
@@ -40,7 +42,8 @@ _NP_TO_ST = {v: k for k, v in _ST_TO_NP.items()}
 _READ_ONLY = {"F8_E4M3": np.dtype(np.uint8), "F8_E8M0": np.dtype(np.uint8)}
 
 
-def save_safetensors(file, arrays: dict, metadata: dict | None = None) -> None:
+def save_safetensors(file: Union[str, os.PathLike, BinaryIO], arrays: Dict[str, array],
+                     metadata: Dict[str, str] | None = None) -> None:
     """Write `arrays` (name -> array) to `file` (a path or an open binary file)."""
     op = "save_safetensors"
     if not isinstance(arrays, dict):
