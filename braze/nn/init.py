@@ -13,28 +13,28 @@ __all__ = ["constant", "normal", "uniform", "identity", "glorot_normal", "glorot
            "he_normal", "he_uniform", "sparse", "orthogonal"]
 
 
-def constant(value: float, dtype=mx.float32) -> Callable:
+def constant(value: float, dtype: mx.Dtype = mx.float32) -> Callable:
     """All elements equal to `value`."""
     def initializer(a):
         return mx.full(a.shape, value, dtype=dtype)
     return initializer
 
 
-def normal(mean: float = 0.0, std: float = 1.0, dtype=mx.float32) -> Callable:
+def normal(mean: float = 0.0, std: float = 1.0, dtype: mx.Dtype = mx.float32) -> Callable:
     """Samples from N(mean, std^2)."""
     def initializer(a):
         return _random.normal(shape=a.shape, scale=std, loc=mean, dtype=dtype)
     return initializer
 
 
-def uniform(low: float = 0.0, high: float = 1.0, dtype=mx.float32) -> Callable:
+def uniform(low: float = 0.0, high: float = 1.0, dtype: mx.Dtype = mx.float32) -> Callable:
     """Samples from U(low, high)."""
     def initializer(a):
         return _random.uniform(low, high, a.shape, dtype=dtype)
     return initializer
 
 
-def identity(dtype=mx.float32) -> Callable:
+def identity(dtype: mx.Dtype = mx.float32) -> Callable:
     """The identity matrix (square 2-D arrays only)."""
     def initializer(arr):
         if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
@@ -55,7 +55,7 @@ def _calculate_fan_in_fan_out(x):
     return fan_in, fan_out
 
 
-def glorot_normal(dtype=mx.float32) -> Callable:
+def glorot_normal(dtype: mx.Dtype = mx.float32) -> Callable:
     """N(0, gain^2 * 2 / (fan_in + fan_out))."""
     def initializer(a, gain: float = 1.0):
         fan_in, fan_out = _calculate_fan_in_fan_out(a)
@@ -64,7 +64,7 @@ def glorot_normal(dtype=mx.float32) -> Callable:
     return initializer
 
 
-def glorot_uniform(dtype=mx.float32) -> Callable:
+def glorot_uniform(dtype: mx.Dtype = mx.float32) -> Callable:
     """U(-l, l) with l = gain * sqrt(6 / (fan_in + fan_out))."""
     def initializer(a, gain: float = 1.0):
         fan_in, fan_out = _calculate_fan_in_fan_out(a)
@@ -82,7 +82,7 @@ def _fan(a, mode):
     raise ValueError(f"Invalid mode: {mode}. Valid modes are: fan_in, fan_out")
 
 
-def he_normal(dtype=mx.float32) -> Callable:
+def he_normal(dtype: mx.Dtype = mx.float32) -> Callable:
     """N(0, (gain / sqrt(fan))^2), fan = fan_in (default) or fan_out."""
     def initializer(a, mode: Literal["fan_in", "fan_out"] = "fan_in", gain: float = 1.0):
         std = gain / math.sqrt(_fan(a, mode))
@@ -90,7 +90,7 @@ def he_normal(dtype=mx.float32) -> Callable:
     return initializer
 
 
-def he_uniform(dtype=mx.float32) -> Callable:
+def he_uniform(dtype: mx.Dtype = mx.float32) -> Callable:
     """U(-l, l) with l = gain * sqrt(3 / fan)."""
     def initializer(a, mode: Literal["fan_in", "fan_out"] = "fan_in", gain: float = 1.0):
         limit = gain * math.sqrt(3.0 / _fan(a, mode))
@@ -98,7 +98,8 @@ def he_uniform(dtype=mx.float32) -> Callable:
     return initializer
 
 
-def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0, dtype=mx.float32) -> Callable:
+def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0,
+           dtype: mx.Dtype = mx.float32) -> Callable:
     """N(mean, std^2) with a fraction `sparsity` of each row set to zero (2-D only)."""
     def initializer(a):
         if a.ndim != 2:
@@ -112,7 +113,7 @@ def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0, dtype=mx.float3
     return initializer
 
 
-def orthogonal(gain: float = 1.0, dtype=mx.float32) -> Callable:
+def orthogonal(gain: float = 1.0, dtype: mx.Dtype = mx.float32) -> Callable:
     """A (semi-)orthogonal matrix times `gain` (2-D only), from the QR decomposition of a
     Gaussian matrix."""
     def initializer(a):

@@ -6,7 +6,7 @@ naming the loss and both shapes.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Optional
 
 import braze.core as mx
 
@@ -42,8 +42,9 @@ def _weighted(name, loss, weights):
     return loss
 
 
-def cross_entropy(logits, targets, weights=None, axis: int = -1,
-                  label_smoothing: float = 0.0, reduction: Reduction = "none"):
+def cross_entropy(logits: mx.array, targets: mx.array, weights: Optional[mx.array] = None,
+                  axis: int = -1, label_smoothing: float = 0.0,
+                  reduction: Reduction = "none") -> mx.array:
     """Cross entropy of `logits` against class indices (shape of logits without `axis`) or
     class probabilities (shape of logits), with optional label smoothing."""
     if label_smoothing < 0 or label_smoothing >= 1:
@@ -72,8 +73,8 @@ def cross_entropy(logits, targets, weights=None, axis: int = -1,
     return _reduce(_weighted("cross_entropy", loss, weights), reduction)
 
 
-def binary_cross_entropy(inputs, targets, weights=None, with_logits: bool = True,
-                         reduction: Reduction = "mean"):
+def binary_cross_entropy(inputs: mx.array, targets: mx.array, weights: Optional[mx.array] = None,
+                         with_logits: bool = True, reduction: Reduction = "mean") -> mx.array:
     """Binary cross entropy of logits (default) or probabilities (`with_logits=False`, logs
     clipped at -100)."""
     _same_shape("binary_cross_entropy", inputs, targets, "Inputs")
@@ -86,26 +87,27 @@ def binary_cross_entropy(inputs, targets, weights=None, with_logits: bool = True
     return _reduce(_weighted("binary_cross_entropy", loss, weights), reduction)
 
 
-def l1_loss(predictions, targets, reduction: Reduction = "mean"):
+def l1_loss(predictions: mx.array, targets: mx.array, reduction: Reduction = "mean") -> mx.array:
     """|predictions - targets|."""
     _same_shape("l1_loss", predictions, targets)
     return _reduce(mx.abs(predictions - targets), reduction)
 
 
-def mse_loss(predictions, targets, reduction: Reduction = "mean"):
+def mse_loss(predictions: mx.array, targets: mx.array, reduction: Reduction = "mean") -> mx.array:
     """(predictions - targets)^2."""
     _same_shape("mse_loss", predictions, targets)
     return _reduce(mx.square(predictions - targets), reduction)
 
 
-def nll_loss(inputs, targets, axis: int = -1, reduction: Reduction = "none"):
+def nll_loss(inputs: mx.array, targets: mx.array, axis: int = -1,
+             reduction: Reduction = "none") -> mx.array:
     """-inputs[target] along `axis` (inputs are log-probabilities)."""
     loss = -mx.take_along_axis(inputs, mx.expand_dims(targets, axis), axis).squeeze(axis)
     return _reduce(loss, reduction)
 
 
-def gaussian_nll_loss(inputs, targets, vars, full: bool = False, eps: float = 1e-6,
-                      reduction: Reduction = "mean"):
+def gaussian_nll_loss(inputs: mx.array, targets: mx.array, vars: mx.array, full: bool = False,
+                      eps: float = 1e-6, reduction: Reduction = "mean") -> mx.array:
     """Negative Gaussian log likelihood with predicted means `inputs` and variances `vars`."""
     _same_shape("gaussian_nll_loss", inputs, targets, "Inputs")
     _same_shape("gaussian_nll_loss", inputs, vars, "Inputs", "vars")
@@ -116,13 +118,15 @@ def gaussian_nll_loss(inputs, targets, vars, full: bool = False, eps: float = 1e
     return _reduce(loss, reduction)
 
 
-def kl_div_loss(inputs, targets, axis: int = -1, reduction: Reduction = "none"):
+def kl_div_loss(inputs: mx.array, targets: mx.array, axis: int = -1,
+                reduction: Reduction = "none") -> mx.array:
     """sum(exp(targets) * (targets - inputs)) along `axis`; both are log-probabilities."""
     loss = mx.sum(mx.exp(targets) * (targets - inputs), axis)
     return _reduce(loss, reduction)
 
 
-def smooth_l1_loss(predictions, targets, beta: float = 1.0, reduction: Reduction = "mean"):
+def smooth_l1_loss(predictions: mx.array, targets: mx.array, beta: float = 1.0,
+                   reduction: Reduction = "mean") -> mx.array:
     """0.5 d^2 / beta where d = |p - t| < beta, else d - 0.5 beta."""
     _same_shape("smooth_l1_loss", predictions, targets)
     diff = mx.abs(predictions - targets)
@@ -130,20 +134,22 @@ def smooth_l1_loss(predictions, targets, beta: float = 1.0, reduction: Reduction
     return _reduce(loss, reduction)
 
 
-def triplet_loss(anchors, positives, negatives, axis: int = -1, p: int = 2,
-                 margin: float = 1.0, eps: float = 1e-6, reduction: Reduction = "none"):
+def triplet_loss(anchors: mx.array, positives: mx.array, negatives: mx.array, axis: int = -1,
+                 p: int = 2, margin: float = 1.0, eps: float = 1e-6,
+                 reduction: Reduction = "none") -> mx.array:
     """max(||a - p||_p - ||a - n||_p + margin, 0)."""
     pos = mx.power(mx.power(mx.abs(anchors - positives), p).sum(axis) + eps, 1.0 / p)
     neg = mx.power(mx.power(mx.abs(anchors - negatives), p).sum(axis) + eps, 1.0 / p)
     return _reduce(mx.maximum(pos - neg + margin, 0), reduction)
 
 
-def hinge_loss(inputs, targets, reduction: Reduction = "none"):
+def hinge_loss(inputs: mx.array, targets: mx.array, reduction: Reduction = "none") -> mx.array:
     """max(1 - inputs * targets, 0)."""
     return _reduce(mx.maximum(1 - inputs * targets, 0), reduction)
 
 
-def huber_loss(inputs, targets, delta: float = 1.0, reduction: Reduction = "none"):
+def huber_loss(inputs: mx.array, targets: mx.array, delta: float = 1.0,
+               reduction: Reduction = "none") -> mx.array:
     """0.5 e^2 for |e| <= delta, delta (|e| - 0.5 delta) beyond."""
     errors = inputs - targets
     abs_errors = mx.abs(errors)
@@ -152,14 +158,14 @@ def huber_loss(inputs, targets, delta: float = 1.0, reduction: Reduction = "none
     return _reduce(0.5 * quadratic**2 + delta * linear, reduction)
 
 
-def log_cosh_loss(inputs, targets, reduction: Reduction = "none"):
+def log_cosh_loss(inputs: mx.array, targets: mx.array, reduction: Reduction = "none") -> mx.array:
     """log(cosh(inputs - targets))."""
     errors = inputs - targets
     return _reduce(mx.logaddexp(errors, -errors) - math.log(2), reduction)
 
 
-def cosine_similarity_loss(x1, x2, axis: int = 1, eps: float = 1e-8,
-                           reduction: Reduction = "none"):
+def cosine_similarity_loss(x1: mx.array, x2: mx.array, axis: int = 1, eps: float = 1e-8,
+                           reduction: Reduction = "none") -> mx.array:
     """Cosine similarity of x1 and x2 along `axis` (MLX returns the similarity itself)."""
     n1 = mx.sqrt(mx.sum(mx.square(x1), axis=axis))
     n2 = mx.sqrt(mx.sum(mx.square(x2), axis=axis))
@@ -167,8 +173,8 @@ def cosine_similarity_loss(x1, x2, axis: int = 1, eps: float = 1e-8,
     return _reduce(loss, reduction)
 
 
-def margin_ranking_loss(inputs1, inputs2, targets, margin: float = 0.0,
-                        reduction: Reduction = "none"):
+def margin_ranking_loss(inputs1: mx.array, inputs2: mx.array, targets: mx.array,
+                        margin: float = 0.0, reduction: Reduction = "none") -> mx.array:
     """max(0, -targets * (inputs1 - inputs2) + margin)."""
     if not inputs1.shape == inputs2.shape == targets.shape:
         raise ValueError(f"[margin_ranking_loss] The shapes of the arguments do not match. The "

@@ -12,7 +12,7 @@ from .layers.base import Module
 __all__ = ["value_and_grad", "checkpoint", "average_gradients"]
 
 
-def value_and_grad(model: Module, fn: Callable):
+def value_and_grad(model: Module, fn: Callable) -> Callable:
     """`fn(*args) -> (value, grads)` where grads are with respect to the model's trainable
     parameters (a tree shaped like `model.trainable_parameters()`).
 
@@ -36,7 +36,7 @@ def value_and_grad(model: Module, fn: Callable):
     return wrapped
 
 
-def checkpoint(module: Module, fn: Optional[Callable] = None):
+def checkpoint(module: Module, fn: Optional[Callable] = None) -> Callable:
     """Gradient checkpointing of `fn` (default: the module's `__call__`) with respect to the
     module's trainable parameters and the call's inputs."""
     if fn is None:
@@ -59,8 +59,9 @@ def checkpoint(module: Module, fn: Optional[Callable] = None):
     return wrapped
 
 
-def average_gradients(gradients: Any, group=None, all_reduce_size: int = 32 * 1024**2,
-                      communication_stream=None):
+def average_gradients(gradients: Any, group: Optional[mx.distributed.Group] = None,
+                      all_reduce_size: int = 32 * 1024**2,
+                      communication_stream: Optional[mx.Stream] = None) -> Any:
     """Average `gradients` over the processes of `group` (default: `mx.distributed.init()`).
 
     With one process (the default group) the gradients are returned unchanged. Otherwise each

@@ -132,7 +132,7 @@ def gelu_fast_approx(x):
     return x * mx.sigmoid(1.702 * x)
 
 
-def glu(x, axis: int = -1):
+def glu(x: mx.array, axis: int = -1) -> mx.array:
     """a * sigmoid(b) where a, b are the two halves of x along `axis`."""
     a, b = mx.split(x, indices_or_sections=2, axis=axis)
     return a * mx.sigmoid(b)
@@ -187,7 +187,7 @@ def softmin(x, axis=-1):
     return mx.softmax(-x, axis=axis)
 
 
-def tanh(x):
+def tanh(x: mx.array) -> mx.array:
     """Hyperbolic tangent."""
     return mx.tanh(x)
 

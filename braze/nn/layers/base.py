@@ -85,18 +85,24 @@ class Module(dict):
     # -- filters ----------------------------------------------------------------------------
     @staticmethod
     def is_module(value) -> bool:
+        """Whether `value` is a Module (the `is_leaf` of tree maps over modules)."""
         return isinstance(value, Module)
 
     @staticmethod
     def valid_child_filter(module, key, value) -> bool:
+        """The `filter_fn` of `children()`: keep containers (dicts and lists)."""
         return isinstance(value, (dict, list))
 
     @staticmethod
     def valid_parameter_filter(module, key, value) -> bool:
+        """The `filter_fn` of `parameters()`: keep arrays and containers under public
+        keys (a key starting with "_" is not a parameter).
+        """
         return isinstance(value, (dict, list, mx.array)) and not str(key).startswith("_")
 
     @staticmethod
     def trainable_parameter_filter(module, key, value) -> bool:
+        """The `filter_fn` of `trainable_parameters()`: parameters that are not frozen."""
         return Module.valid_parameter_filter(module, key, value) and key not in module._no_grad
 
     def filter_and_map(self, filter_fn: Callable[["Module", str, Any], bool],

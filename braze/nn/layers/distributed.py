@@ -101,8 +101,8 @@ def _predicate(sharding, segments):
         _sharded_to_all(segments)
 
 
-def shard_inplace(module: Module, sharding: Union[str, Callable], *,
-                  segments: Union[int, list] = 1, group=None):
+def shard_inplace(module: Module, sharding: Union[str, Callable], *, segments: Union[int, list] = 1,
+                  group: Optional[mx.distributed.Group] = None) -> None:
     """Replace the module's parameters by this rank's slices (the module itself is unchanged,
     so it communicates only if it does so natively). `sharding` is a string or a callable
     (path, weight) -> axis or (axis, segments)."""
@@ -111,7 +111,8 @@ def shard_inplace(module: Module, sharding: Union[str, Callable], *,
     module.update(_shard(module.parameters(), sharding, group))
 
 
-def shard_linear(module: Module, sharding: str, *, segments: Union[int, list] = 1, group=None):
+def shard_linear(module: Module, sharding: str, *, segments: Union[int, list] = 1,
+                 group: Optional[mx.distributed.Group] = None) -> Module:
     """A new sharded layer (plain or quantized, like `module`) that communicates as needed."""
     _check_sharding(sharding)
     plain = isinstance(module, Linear)
@@ -156,7 +157,11 @@ class AllToShardedLinear(Module):
         return x @ self["weight"].T
 
     @classmethod
-    def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1, group=None):
+    def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1,
+                    group: Optional[mx.distributed.Group] = None):
+        """A sharded copy of `linear_layer`, holding this rank's slice of its weights
+        (`segments`: how many parts of the weight are sharded separately, e.g. 3 for a fused QKV).
+        """
         group = group or mx.distributed.init()
         output_dims, input_dims = linear_layer.weight.shape
         sl = cls(input_dims, output_dims, "bias" in linear_layer, group)
@@ -188,7 +193,11 @@ class ShardedToAllLinear(Module):
         return x + self["bias"] if "bias" in self else x
 
     @classmethod
-    def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1, group=None):
+    def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1,
+                    group: Optional[mx.distributed.Group] = None):
+        """A sharded copy of `linear_layer`, holding this rank's slice of its weights
+        (`segments`: how many parts of the weight are sharded separately, e.g. 3 for a fused QKV).
+        """
         group = group or mx.distributed.init()
         output_dims, input_dims = linear_layer.weight.shape
         sl = cls(input_dims, output_dims, "bias" in linear_layer, group)

@@ -72,7 +72,10 @@ class ALiBi(Module):
 
     @staticmethod
     def create_alibi_matrix(q_sequence_length: int, k_sequence_length: int, num_heads: int,
-                            offset: int = 0, dtype=mx.float32):
+                            offset: int = 0, dtype: mx.Dtype = mx.float32) -> mx.array:
+        """The ALiBi bias of shape (1, num_heads, q_sequence_length - offset,
+        k_sequence_length): -|i - j| times each head's slope.
+        """
         x1 = mx.arange(offset, q_sequence_length)
         x2 = mx.arange(0, k_sequence_length)
         dist = -mx.abs(mx.expand_dims(x1[:, None] - x2[None, :], axis=(0, 1)))
@@ -80,7 +83,8 @@ class ALiBi(Module):
         return (dist * slope).astype(dtype)
 
     @staticmethod
-    def create_alibi_slope(num_heads: int, dtype=mx.float32):
+    def create_alibi_slope(num_heads: int, dtype: mx.Dtype = mx.float32) -> mx.array:
+        """The per-head ALiBi slopes, a geometric sequence, shaped (num_heads, 1, 1)."""
         def get_slopes(n):
             if math.log2(n).is_integer():
                 start = 2 ** (-(2 ** -(math.log2(n) - 3)))

@@ -49,7 +49,7 @@ def _to_quantized_kwargs(params, group_size, bits, mode, quantize_input):
 
 def quantize(model: Module, group_size: int = None, bits: int = None, *, mode: str = "affine",
              quantize_input: bool = False,
-             class_predicate: Optional[Callable[[str, Module], Union[bool, dict]]] = None):
+             class_predicate: Optional[Callable[[str, Module], Union[bool, dict]]] = None) -> None:
     """Replace, in place, the leaf modules the predicate selects (default: every layer with a
     `to_quantized` method) by their quantized versions."""
     predicate = class_predicate or (lambda _, m: hasattr(m, "to_quantized"))

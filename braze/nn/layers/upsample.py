@@ -109,7 +109,7 @@ def _check_dims(x, scale_factor):
         raise ValueError("[Upsample] A scale needs to be provided for each spatial dimension")
 
 
-def upsample_nearest(x, scale_factor: tuple):
+def upsample_nearest(x: mx.array, scale_factor: tuple) -> mx.array:
     """Nearest-neighbour upsampling by `scale_factor` (one per spatial axis)."""
     _check_dims(x, scale_factor)
     dims = x.ndim - 2
@@ -165,8 +165,8 @@ def _no_aa_corners(align_corners, antialias):
                          "Use align_corners=False for antialiased interpolation.")
 
 
-def upsample_linear(x, scale_factor: tuple, align_corners: bool = False,
-                    antialias: bool = False):
+def upsample_linear(x: mx.array, scale_factor: tuple, align_corners: bool = False,
+                    antialias: bool = False) -> mx.array:
     """(Bi/tri)linear upsampling."""
     _no_aa_corners(align_corners, antialias)
     if antialias:
@@ -176,8 +176,8 @@ def upsample_linear(x, scale_factor: tuple, align_corners: bool = False,
     return _interpolate(x, scale_factor, _linear_indices, align_corners)
 
 
-def upsample_cubic(x, scale_factor: tuple, align_corners: bool = False,
-                   antialias: bool = False):
+def upsample_cubic(x: mx.array, scale_factor: tuple, align_corners: bool = False,
+                   antialias: bool = False) -> mx.array:
     """(Bi)cubic upsampling."""
     _no_aa_corners(align_corners, antialias)
     if antialias:
