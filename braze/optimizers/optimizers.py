@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from numbers import Real
-from typing import Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import braze.core as mx
 from braze.utils import tree_flatten, tree_map, tree_merge, tree_reduce, tree_unflatten
@@ -215,11 +215,16 @@ class Optimizer:
         self._state = state
 
     @property
-    def step(self):
+    def step(self) -> mx.array:
+        """The number of updates applied so far (a uint64 array in the state)."""
         return self.state["step"]
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> mx.array:
+        """The current learning rate (an array; a schedule's value at the current step).
+
+        Setting it stores a new constant rate.
+        """
         return self.state["learning_rate"]
 
     @learning_rate.setter
@@ -276,7 +281,8 @@ class MultiOptimizer(Optimizer):
         return tree
 
     @property
-    def state(self):
+    def state(self) -> dict:
+        """The states of the wrapped optimizers, as ``{"states": [state, ...]}``."""
         return {"states": [o.state for o in self.optimizers]}
 
     @state.setter
@@ -287,11 +293,12 @@ class MultiOptimizer(Optimizer):
             o.state = s
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> mx.array:
+        """The first optimizer's learning rate; setting it sets every optimizer's."""
         return self.optimizers[0].learning_rate
 
     @learning_rate.setter
-    def learning_rate(self, learning_rate):
+    def learning_rate(self, learning_rate: Union[float, mx.array]):
         for o in self.optimizers:
             o.learning_rate = learning_rate
 
@@ -647,7 +654,7 @@ class Muon(Optimizer):
         return parameter - lr * update
 
 
-def clip_grad_norm(grads, max_norm: float):
+def clip_grad_norm(grads: Any, max_norm: float) -> Tuple[Any, mx.array]:
     """Scale a tree of gradients so their global L2 norm is at most `max_norm`.
 
     Returns `(clipped_grads, total_norm)`; total_norm is the norm before clipping (an array).
