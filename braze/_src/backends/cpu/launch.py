@@ -218,6 +218,8 @@ class _Strided(_Flat):
 class _Rows:
     """A row region: one kernel index per row, `unit` = the row length."""
 
+    results = None
+
     def layout(self, e, xs, shape):
         """The cached `_RowLayout` of these input shapes and strides, or None (empty rows)."""
         k = e.ir.reduce_ndim
@@ -237,8 +239,6 @@ class _Rows:
                 e.layouts.clear()
             e.layouts[key] = lay
         return lay
-
-    results = None
 
     def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
         stash = lay.ncol <= STASH_MAX
@@ -263,7 +263,7 @@ class _Rows:
         return fn
 
 
-class _Segments(_Rows):
+class _Segments:
     """Few long rows: one kernel index per column segment (`SEGMENT` columns or more), each
     reducing its columns of every row into raw accumulators; no outputs are written."""
 
@@ -272,9 +272,10 @@ class _Segments(_Rows):
     SEGMENT = 64 * CHUNK
 
     class Layout:
-        __slots__ = ("rows", "step", "nseg", "parts", "items", "unit")
+        __slots__ = ("rows", "step", "parts", "items", "unit")
 
     def segment(self, rows):
+        """The segments of the rows of `rows` (a `_RowLayout`)."""
         lay = self.Layout()
         lay.rows = rows
         step = max(self.SEGMENT, -(-rows.ncol // 16))
