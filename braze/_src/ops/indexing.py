@@ -8,6 +8,8 @@ move the array dims), so `a[0, :, idx] = v` expects v in `a[0][:, idx]`'s shape.
 """
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
 import numpy as np
 
 from .. import dtypes as D
@@ -19,6 +21,7 @@ from ..prims.indexing import Gather, GatherAxis, MaskedScatter, Scatter, Scatter
 from ..prims.shape import DynamicSlice, DynamicSliceUpdate, SliceUpdate, Squeeze
 from ._helpers import as_array, astype, attach_methods, normalize_axis
 from ._helpers import broadcast_shapes as _bshapes
+from ._typing import ArrayLike, StreamOrDevice
 from .shape import _broadcast_to, _int_tuple, _is_int, _pshape, _transpose, reshape
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "slice", "slice_update"]
@@ -432,29 +435,41 @@ class _ArrayAtIndexed:
         val = astype(val, a._dtype)
         return _scatter(a, self._idx, val, reduce_type, op)
 
-    def add(self, v):
+    def add(self, v: ArrayLike) -> array:
+        """The array with `v` added at the indices (repeated indices accumulate)."""
         return self._run(v, "sum", "at.add")
 
-    def subtract(self, v):
+    def subtract(self, v: ArrayLike) -> array:
+        """The array with `v` subtracted at the indices."""
         from .elementwise import negative
         return self._run(v, "sum", "at.subtract", negative)
 
-    def multiply(self, v):
+    def multiply(self, v: ArrayLike) -> array:
+        """The array with the elements at the indices multiplied by `v`."""
         return self._run(v, "prod", "at.multiply")
 
-    def divide(self, v):
+    def divide(self, v: ArrayLike) -> array:
+        """The array with the elements at the indices divided by `v`."""
         from .elementwise import reciprocal
         return self._run(v, "prod", "at.divide", reciprocal)
 
-    def maximum(self, v):
+    def maximum(self, v: ArrayLike) -> array:
+        """The array with the elements at the indices replaced by their maximum with `v`."""
         return self._run(v, "max", "at.maximum")
 
-    def minimum(self, v):
+    def minimum(self, v: ArrayLike) -> array:
+        """The array with the elements at the indices replaced by their minimum with `v`."""
         return self._run(v, "min", "at.minimum")
 
 
 # -- take / put -------------------------------------------------------------------------------
-def take(a, /, indices, axis=None, *, stream=None):
+def take(a: ArrayLike, /, indices: ArrayLike, axis: Optional[int] = None, *,
+         stream: StreamOrDevice = None) -> array:
+    """Elements of `a` at `indices` along `axis` (of the flattened array when None).
+
+    The result's shape is `a`'s with axis `axis` replaced by the shape of `indices` (an int
+    index drops the axis). Out-of-bounds indices raise.
+    """
     a = as_array(a, "take")
     if axis is None:
         a = reshape(a, (-1,))
@@ -503,14 +518,22 @@ def _along_axis_args(a, indices, axis, op):
     return a, idx, ax, tuple(shape)
 
 
-def take_along_axis(a, /, indices, axis=-1, *, stream=None):
+def take_along_axis(a: ArrayLike, /, indices: ArrayLike, axis: Optional[int] = -1, *,
+                    stream: StreamOrDevice = None) -> array:
+    """Elements of `a` picked along `axis` by `indices` of the same ndim (broadcast with
+    `a` on the other axes), as NumPy's `take_along_axis`; None: along the flattened array.
+    """
     a, idx, ax, shape = _along_axis_args(a, indices, axis, "take_along_axis")
     a_shape = tuple(a._shape[d] if d == ax else s for d, s in enumerate(shape))
     a = _broadcast_to(a, a_shape, "take_along_axis")
     return bind(GatherAxis(ax), (a, idx))
 
 
-def put_along_axis(a, /, indices, values, axis=None, *, stream=None):
+def put_along_axis(a: ArrayLike, /, indices: ArrayLike, values: ArrayLike,
+                   axis: Optional[int] = None, *, stream: StreamOrDevice = None) -> array:
+    """A copy of `a` with `values` written at `indices` along `axis` (the inverse of
+    `take_along_axis`; None: along the flattened array).
+    """
     src = as_array(a, "put_along_axis")
     x, idx, ax, shape = _along_axis_args(src, indices, axis, "put_along_axis")
     if any(shape[d] != x._shape[d] for d in range(x.ndim) if d != ax):
@@ -540,7 +563,11 @@ def _dyn_args(a, start_indices, axes, op):
     return reshape(start_indices, (len(axes),)), axes
 
 
-def slice(a, start_indices, axes, slice_size, *, stream=None):  # noqa: A001  (MLX's name)
+def slice(a: ArrayLike, start_indices: array, axes: Sequence[int], slice_size: Sequence[int], *,
+          stream: StreamOrDevice = None) -> array:  # noqa: A001  (MLX's name)
+    """The `slice_size` elements of `a` from `start_indices` (an integer array, one start per
+    axis of `axes`); the starts may be computed, the sizes are static.
+    """
     a = as_array(a, "slice")
     starts, axes = _dyn_args(a, start_indices, axes, "slice")
     sizes = _int_tuple(slice_size, "slice", "slice_size")
@@ -553,7 +580,11 @@ def slice(a, start_indices, axes, slice_size, *, stream=None):  # noqa: A001  (M
     return bind(DynamicSlice(axes, sizes), (a, starts))
 
 
-def slice_update(a, update, start_indices, axes, *, stream=None):
+def slice_update(a: ArrayLike, update: ArrayLike, start_indices: array, axes: Sequence[int], *,
+                 stream: StreamOrDevice = None) -> array:
+    """A copy of `a` with `update` written from `start_indices` (an integer array, one start
+    per axis of `axes`); `update` broadcasts to the leading axes it lacks.
+    """
     a = as_array(a, "slice_update")
     starts, axes = _dyn_args(a, start_indices, axes, "slice_update")
     u = _value(update, a._dtype, "slice_update")
@@ -570,7 +601,11 @@ def slice_update(a, update, start_indices, axes, *, stream=None):
     return bind(DynamicSliceUpdate(axes), (a, u, starts))
 
 
-def _at(self):
+def _at(self) -> ArrayAt:
+    """Scatter updates, functionally: ``a.at[idx].add(v)`` returns `a` with `v` added at
+    `idx` (repeated indices accumulate); also `subtract`, `multiply`, `divide`, `maximum`
+    and `minimum`.
+    """
     return ArrayAt(self)
 
 
