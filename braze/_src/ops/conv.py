@@ -9,12 +9,14 @@ primitive only ever sees non-negative padding.
 from __future__ import annotations
 
 import numbers
+from typing import Sequence, Tuple, Union
 
 from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind
 from ..prims.conv import Convolution, crop_negative_padding
 from ._helpers import as_array, astype
+from ._typing import ArrayLike, StreamOrDevice
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
            "conv_transpose2d", "conv_transpose3d", "convolve"]
@@ -69,8 +71,11 @@ def _conv(x, w, stride, lo, hi, kdil, idil, groups, flip, op):
     return bind(prim, (x, w))
 
 
-def conv_general(input, weight, /, stride=1, padding=0, kernel_dilation=1, input_dilation=1,
-                 groups=1, flip=False, *, stream=None) -> array:
+def conv_general(input: ArrayLike, weight: ArrayLike, /, stride: Union[int, Sequence[int]] = 1,
+                 padding: Union[int, Sequence[int], Tuple[Sequence[int], Sequence[int]]] = 0,
+                 kernel_dilation: Union[int, Sequence[int]] = 1,
+                 input_dilation: Union[int, Sequence[int]] = 1, groups: int = 1, flip: bool = False,
+                 *, stream: StreamOrDevice = None) -> array:
     """General convolution: input (N, ..., C_in), weight (C_out, ..., C_in / groups).
 
     `padding` is an int, a sequence (one per spatial dimension, both sides) or a pair
@@ -124,18 +129,23 @@ def _convnd(nd, op, input, weight, stride, padding, dilation, groups):
     return _check(x, w, stride, pad, pad, dil, (1,) * nd, groups, False, op)
 
 
-def conv1d(input, weight, /, stride=1, padding=0, dilation=1, groups=1, *, stream=None):
+def conv1d(input: ArrayLike, weight: ArrayLike, /, stride: int = 1, padding: int = 0,
+           dilation: int = 1, groups: int = 1, *, stream: StreamOrDevice = None) -> array:
     """1D convolution: input (N, L, C_in), weight (C_out, K, C_in / groups). As in MLX, 4-D
     and 5-D operands give a 2-D or 3-D convolution with the same int parameters on each axis."""
     return _convnd(1, "conv1d", input, weight, stride, padding, dilation, groups)
 
 
-def conv2d(input, weight, /, stride=1, padding=0, dilation=1, groups=1, *, stream=None):
+def conv2d(input: ArrayLike, weight: ArrayLike, /, stride: Union[int, Sequence[int]] = 1,
+           padding: Union[int, Sequence[int]] = 0, dilation: Union[int, Sequence[int]] = 1,
+           groups: int = 1, *, stream: StreamOrDevice = None) -> array:
     """2D convolution: input (N, H, W, C_in), weight (C_out, KH, KW, C_in / groups)."""
     return _convnd(2, "conv2d", input, weight, stride, padding, dilation, groups)
 
 
-def conv3d(input, weight, /, stride=1, padding=0, dilation=1, groups=1, *, stream=None):
+def conv3d(input: ArrayLike, weight: ArrayLike, /, stride: Union[int, Sequence[int]] = 1,
+           padding: Union[int, Sequence[int]] = 0, dilation: Union[int, Sequence[int]] = 1,
+           groups: int = 1, *, stream: StreamOrDevice = None) -> array:
     """3D convolution: input (N, D, H, W, C_in), weight (C_out, KD, KH, KW, C_in / groups)."""
     return _convnd(3, "conv3d", input, weight, stride, padding, dilation, groups)
 
@@ -156,28 +166,36 @@ def _conv_transpose(nd, op, input, weight, stride, padding, dilation, output_pad
     return _check(x, w, (1,) * nd, lo, hi, dil, stride, groups, True, op)
 
 
-def conv_transpose1d(input, weight, /, stride=1, padding=0, dilation=1, output_padding=0,
-                     groups=1, *, stream=None):
+def conv_transpose1d(input: ArrayLike, weight: ArrayLike, /, stride: int = 1, padding: int = 0,
+                     dilation: int = 1, output_padding: int = 0, groups: int = 1, *,
+                     stream: StreamOrDevice = None) -> array:
     """1D transposed convolution: input (N, L, C_in), weight (C_out, K, C_in / groups)."""
     return _conv_transpose(1, "conv_transpose1d", input, weight, stride, padding, dilation,
                            output_padding, groups)
 
 
-def conv_transpose2d(input, weight, /, stride=1, padding=0, dilation=1, output_padding=0,
-                     groups=1, *, stream=None):
+def conv_transpose2d(input: ArrayLike, weight: ArrayLike, /, stride: Union[int, Sequence[int]] = 1,
+                     padding: Union[int, Sequence[int]] = 0,
+                     dilation: Union[int, Sequence[int]] = 1,
+                     output_padding: Union[int, Sequence[int]] = 0, groups: int = 1, *,
+                     stream: StreamOrDevice = None) -> array:
     """2D transposed convolution: input (N, H, W, C_in), weight (C_out, KH, KW, C_in / groups)."""
     return _conv_transpose(2, "conv_transpose2d", input, weight, stride, padding, dilation,
                            output_padding, groups)
 
 
-def conv_transpose3d(input, weight, /, stride=1, padding=0, dilation=1, output_padding=0,
-                     groups=1, *, stream=None):
+def conv_transpose3d(input: ArrayLike, weight: ArrayLike, /, stride: Union[int, Sequence[int]] = 1,
+                     padding: Union[int, Sequence[int]] = 0,
+                     dilation: Union[int, Sequence[int]] = 1,
+                     output_padding: Union[int, Sequence[int]] = 0, groups: int = 1, *,
+                     stream: StreamOrDevice = None) -> array:
     """3D transposed convolution: input (N, D, H, W, C_in), weight (C_out, KD, KH, KW, C_in)."""
     return _conv_transpose(3, "conv_transpose3d", input, weight, stride, padding, dilation,
                            output_padding, groups)
 
 
-def convolve(a, v, /, mode="full", *, stream=None):
+def convolve(a: ArrayLike, v: ArrayLike, /, mode: str = "full", *,
+             stream: StreamOrDevice = None) -> array:
     """NumPy's 1-D discrete convolution (the filter flipped); the longer input is the signal.
     A composite over conv1d: the full result, then cut to 'same' or 'valid'."""
     from .shape import flip, reshape
