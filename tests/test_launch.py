@@ -107,7 +107,7 @@ def test_a_worker_that_never_runs_costs_the_caller_nothing():
     """The caller claims every chunk when no worker does: it never waits for one."""
     x, out = _kernel_args(1 << 16)
     pool = threads.Pool()
-    pool._queues = [_NeverServed()]  # a worker that is never scheduled
+    pool._workers = [_NeverServed()]  # a worker that is never scheduled
     prev = threads.set_split_cost(0)
     try:
         with _threads(2):
@@ -165,7 +165,7 @@ def test_split_threefry_gives_numpy_bits():
 
 
 class _NeverServed:
-    def put(self, launch):
+    def post(self, launch):
         pass
 
 

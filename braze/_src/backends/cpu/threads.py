@@ -149,26 +149,42 @@ class _Launch:
                 continue
 
 
-def _serve(queue) -> None:
-    while True:
-        queue.get().work()
+class _Worker:
+    """A persistent thread running the chunks of the launches posted to it. A worker that
+    has not taken its last launch yet is not running: it is not posted another one, so when
+    it is scheduled again it finds at most one finished launch (each costs it the GIL)."""
+
+    __slots__ = ("queue", "posted")
+
+    def __init__(self, idx):
+        self.queue = SimpleQueue()
+        self.posted = False
+        threading.Thread(target=self._serve, daemon=True, name=f"braze-kernel-{idx}").start()
+
+    def post(self, launch) -> None:
+        if not self.posted:
+            self.posted = True
+            self.queue.put(launch)
+
+    def _serve(self) -> None:
+        while True:
+            launch = self.queue.get()
+            self.posted = False
+            launch.work()
 
 
 class Pool:
     def __init__(self):
-        self._queues: list = []
+        self._workers: list = []
         self._lock = threading.Lock()
         self.launches = 0  # launches that were split (tests read it)
 
     def _ensure(self, n) -> list:
-        if len(self._queues) < n:
+        if len(self._workers) < n:
             with self._lock:
-                while len(self._queues) < n:
-                    q = SimpleQueue()
-                    threading.Thread(target=_serve, args=(q,), daemon=True,
-                                     name=f"braze-kernel-{len(self._queues)}").start()
-                    self._queues.append(q)
-        return self._queues[:n]
+                while len(self._workers) < n:
+                    self._workers.append(_Worker(len(self._workers)))
+        return self._workers[:n]
 
     def run(self, fn, n: int, args: tuple, unit: int = 1) -> int:
         """fn(start, stop, *args) over [0, n), split across threads when its expected time
@@ -192,8 +208,8 @@ class Pool:
         step = _chunk_items(n - start, unit, cost, work, nt)
         nt = min(nt, -(-(n - start) // step))
         launch = _Launch(fn, args, start, n, step)
-        for q in self._ensure(nt - 1):
-            q.put(launch)
+        for w in self._ensure(nt - 1):
+            w.post(launch)
         self.launches += 1
         try:
             t0 = time.perf_counter()
