@@ -122,18 +122,22 @@ class array:
     # -- metadata --------------------------------------------------------------------------
     @property
     def shape(self):
+        """The array's shape, a tuple of ints."""
         return self._shape
 
     @property
     def dtype(self):
+        """The array's element type (an `mx.Dtype`)."""
         return self._dtype
 
     @property
     def ndim(self):
+        """The number of dimensions."""
         return len(self._shape)
 
     @property
     def size(self):
+        """The number of elements (the product of the shape)."""
         n = 1
         for s in self._shape:
             n *= s
@@ -141,10 +145,12 @@ class array:
 
     @property
     def itemsize(self):
+        """The size of one element in bytes."""
         return self._dtype.size
 
     @property
     def nbytes(self):
+        """The size of the elements in bytes (`size * itemsize`)."""
         return self.size * self._dtype.size
 
     # -- evaluation and conversion ---------------------------------------------------------
@@ -156,6 +162,10 @@ class array:
         return self._data
 
     def item(self):
+        """The value of a one-element array as a Python scalar (evaluates the array).
+
+        Raises ValueError for an array of more than one element.
+        """
         if self.size != 1:
             raise ValueError("[convert] Only length-1 arrays can be converted to Python scalars.")
         v = self._numpy().reshape(-1)[0]
@@ -164,6 +174,9 @@ class array:
         return v.item()
 
     def tolist(self):
+        """The values as nested Python lists of scalars (evaluates the array); a 0-d
+        array gives a scalar.
+        """
         data = self._numpy()
         if self._dtype in (D.bfloat16, D.float16):
             data = data.astype(np.float32)
@@ -620,10 +633,14 @@ _print_options = PrintOptions()
 
 
 def get_printoptions() -> PrintOptions:
+    """The current print options (a copy; see `set_printoptions`)."""
     return PrintOptions(_print_options.precision)
 
 
 def set_printoptions(precision: int = -1) -> None:
+    """Set how arrays print: `precision` digits after the point, or -1 (the default) for
+    6 significant digits, as MLX prints.
+    """
     if not isinstance(precision, int) or isinstance(precision, bool):
         raise TypeError(f"[set_printoptions] Expected an int precision, got {precision!r}.")
     _print_options.precision = precision

@@ -11,6 +11,8 @@ import numpy as np
 
 
 class DtypeCategory(enum.Enum):
+    """Abstract kinds of dtypes, for `mx.issubdtype` (`mx.floating`, `mx.integer`, ...)."""
+
     complexfloating = "complexfloating"
     floating = "floating"
     inexact = "inexact"
@@ -79,6 +81,7 @@ class Dtype:
 
     @property
     def itemsize(self):
+        """The size of one element in bytes (the same as `size`)."""
         return self.size
 
 

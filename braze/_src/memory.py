@@ -37,14 +37,19 @@ def sub(nbytes: int) -> None:
 
 
 def get_active_memory() -> int:
+    """The bytes held by the buffers of live arrays (views of other buffers not counted)."""
     return Counters.active
 
 
 def get_peak_memory() -> int:
+    """The most bytes `get_active_memory` has reported since the start or the last
+    `reset_peak_memory`.
+    """
     return Counters.peak
 
 
 def reset_peak_memory() -> None:
+    """Start the peak memory count over (from 0, as MLX)."""
     # MLX starts the peak over from 0 (the next allocation raises it to the active bytes)
     Counters.peak = 0
 
@@ -330,6 +335,9 @@ def empty(shape, dtype, order="C") -> np.ndarray:  # noqa: F811
 
 
 def get_cache_memory() -> int:  # noqa: F811
+    """The bytes held by the buffer cache: freed blocks kept for reuse (`clear_cache`
+    empties it).
+    """
     st = _pool["state"]
     return int(st["table"][0]) if st else 0
 
