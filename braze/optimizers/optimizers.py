@@ -63,20 +63,20 @@ class Optimizer:
     """The base class of all optimizers: applies a per-parameter rule (`apply_single`) over a
     tree of parameters, with per-parameter state made by `init_single`."""
 
-    def __init__(self, schedulers=None):
+    def __init__(self, schedulers: Optional[dict] = None):
         self._initialized = False
         self._state = {"step": mx.array(0, mx.uint64)}
         self._schedulers = {k: v for k, v in (schedulers or {}).items()}
 
     # -- public API --------------------------------------------------------------------------
-    def update(self, model, gradients: dict):
+    def update(self, model: Any, gradients: dict) -> None:
         """Apply `gradients` to `model`'s parameters and write them back with `model.update`.
 
         `model` is anything with `update(tree)` that `apply_gradients` accepts as parameters
         (an `nn.Module`, or a dict subclass with an `update` method)."""
         model.update(self.apply_gradients(gradients, model))
 
-    def init(self, parameters: dict):
+    def init(self, parameters: dict) -> None:
         """Create the state for every parameter of `parameters` that has none yet.
 
         Optional (the first `apply_gradients` initialises from the gradients), but needed
@@ -111,11 +111,11 @@ class Optimizer:
         tree_map(lambda p, s: s or self.init_single(p, s), parameters, self._state)
         self._initialized = True
 
-    def init_single(self, parameter: mx.array, state: dict):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         """Initialise the state of one parameter (subclasses)."""
         raise NotImplementedError()
 
-    def apply_gradients(self, gradients: dict, parameters: dict):
+    def apply_gradients(self, gradients: dict, parameters: dict) -> dict:
         """Return the parameters updated by `gradients` (a tree like the gradients; the
         parameters may be a superset of them, e.g. a whole model)."""
         if not isinstance(gradients, dict):
@@ -132,7 +132,7 @@ class Optimizer:
 
         return self._apply(gradients, parameters, self.state, "")
 
-    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         """The update rule of one parameter (subclasses); may write new moments to `state`."""
         raise NotImplementedError()
 
@@ -250,7 +250,7 @@ class MultiOptimizer(Optimizer):
     """Different optimizers for different parameters. `filters[i](path, array)` picks the
     parameters of `optimizers[i]`; the last optimizer (no filter) takes the rest."""
 
-    def __init__(self, optimizers, filters: list = ()):
+    def __init__(self, optimizers: List[Optimizer], filters: list = ()):
         super().__init__()
         self._state = {}
         filters = list(filters)
@@ -270,11 +270,11 @@ class MultiOptimizer(Optimizer):
                     break
         return [tree_unflatten(p) if p else {} for p in parts]
 
-    def init(self, parameters: dict):
+    def init(self, parameters: dict) -> None:
         for o, p in zip(self.optimizers, self._split_dictionary(parameters)):
             o.init(p)
 
-    def apply_gradients(self, gradients: dict, parameters: dict):
+    def apply_gradients(self, gradients: dict, parameters: dict) -> dict:
         tree = {}
         for o, g in zip(self.optimizers, self._split_dictionary(gradients)):
             tree = tree_merge(tree, o.apply_gradients(g, parameters))
@@ -318,10 +318,10 @@ class SGD(Optimizer):
         self.dampening = dampening
         self.nesterov = nesterov
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         if self.weight_decay != 0:
             gradient = gradient + self.weight_decay * parameter
         if self.momentum <= 0:
@@ -349,10 +349,10 @@ class RMSprop(Optimizer):
         if self.eps <= 0.0:
             raise ValueError(f"RMSprop epsilon should be >0, {self.eps} was provided instead")
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         lr = self.learning_rate.astype(gradient.dtype)
         v = self.alpha * state["v"] + (1 - self.alpha) * mx.square(gradient)
         state["v"] = v
@@ -369,10 +369,10 @@ class Adagrad(Optimizer):
         if self.eps <= 0.0:
             raise ValueError(f"Adagrad epsilon should be >0, {self.eps} was provided instead")
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         lr = self.learning_rate.astype(gradient.dtype)
         v = state["v"] + mx.square(gradient)
         state["v"] = v
@@ -393,11 +393,11 @@ class AdaDelta(Optimizer):
         if self.eps <= 0.0:
             raise ValueError(f"AdaDelta epsilon should be >0, {self.eps} was provided instead")
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         state["v"] = mx.zeros_like(parameter)
         state["u"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         lr = self.learning_rate.astype(gradient.dtype)
         rho, eps = self.rho, self.eps
         v = rho * state["v"] + (1 - rho) * mx.square(gradient)
@@ -430,11 +430,11 @@ class Adam(Optimizer):
         self.eps = eps
         self.bias_correction = bias_correction
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         state["m"] = mx.zeros_like(parameter)
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         lr = self.learning_rate.astype(gradient.dtype)
         b1, b2 = self.betas
         eps = self.eps
@@ -460,7 +460,7 @@ class AdamW(Adam):
                          bias_correction=bias_correction)
         self.weight_decay = weight_decay
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         lr = self.learning_rate.astype(gradient.dtype)
         return super().apply_single(gradient, parameter * (1 - lr * self.weight_decay), state)
 
@@ -472,11 +472,11 @@ class Adamax(Adam):
                  eps: float = 1e-8):
         super().__init__(learning_rate, betas, eps)
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         state["m"] = mx.zeros_like(parameter)
         state["v"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         lr = self.learning_rate.astype(gradient.dtype)
         b1, b2 = self.betas
         m = b1 * state["m"] + (1 - b1) * gradient
@@ -503,10 +503,10 @@ class Lion(Optimizer):
         self.betas = betas
         self.weight_decay = weight_decay
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         state["m"] = mx.zeros_like(parameter)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         lr = self.learning_rate.astype(gradient.dtype)
         b1, b2 = self.betas
         m = state["m"]
@@ -545,7 +545,7 @@ class Adafactor(Optimizer):
         self.relative_step = relative_step
         self.warmup_init = warmup_init
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         if parameter.ndim >= 2:
             shape, dtype = parameter.shape, parameter.dtype
             state["exp_avg_sq_row"] = mx.zeros(shape[:-1], dtype=dtype)
@@ -575,7 +575,7 @@ class Adafactor(Optimizer):
         c_factor = mx.rsqrt(exp_avg_sq_col)
         return mx.expand_dims(r_factor, axis=-1) * mx.expand_dims(c_factor, axis=-2)
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         factored = gradient.ndim >= 2
         step = self.step
         parameter_rms = self._compute_rms(parameter)
@@ -617,7 +617,7 @@ class Muon(Optimizer):
         self.nesterov = nesterov
         self.ns_steps = ns_steps
 
-    def init_single(self, parameter, state):
+    def init_single(self, parameter: mx.array, state: dict) -> None:
         state["v"] = mx.zeros_like(parameter)
 
     def _zeropower_via_newtonschulz5(self, X, steps: int):
@@ -634,7 +634,7 @@ class Muon(Optimizer):
             X = X.T
         return X
 
-    def apply_single(self, gradient, parameter, state):
+    def apply_single(self, gradient: mx.array, parameter: mx.array, state: dict) -> mx.array:
         if self.weight_decay != 0:
             gradient = gradient + self.weight_decay * parameter
         v = self.momentum * state["v"] + (1 - self.momentum) * gradient
