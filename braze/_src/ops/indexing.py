@@ -213,6 +213,8 @@ def _strip_leading_ones(v: array) -> array:
 
 
 def _fit_update(v: array, shape: tuple, op: str) -> array:
+    if v._shape == shape:  # no nodes to strip and broadcast back (a KV-cache token)
+        return v
     v = _strip_leading_ones(v)
     if len(v._shape) > len(shape) or any(
             s != 1 and s != t for s, t in zip(reversed(v._shape), reversed(shape))):
@@ -383,13 +385,15 @@ def _setitem(self, idx, v):
         view += [self._shape[d] for d in range(nd) if d not in used]
         upd = _fit_update(val, tuple(view), op)
         sl_shape = tuple(len(range(s, e, st)) for s, e, st in zip(starts, stops, strides))
+        if upd._shape != sl_shape:
+            upd = reshape(upd, sl_shape)
         if sl_shape == self._shape and all(st == 1 for st in strides):
             def make(old):
-                return reshape(upd, self._shape)
+                return upd
         else:
             def make(old):
                 return bind(SliceUpdate(tuple(starts), tuple(stops), tuple(strides)),
-                            (old, reshape(upd, sl_shape)))
+                            (old, upd))
         return _update_in_place(self, make, val)
 
     def make(old):
