@@ -295,7 +295,7 @@ class GLU(Module):
 class LeakyReLU(Module):
     """max(negative_slope * x, x)."""
 
-    def __init__(self, negative_slope=1e-2):
+    def __init__(self, negative_slope: float = 1e-2):
         super().__init__()
         self._negative_slope = negative_slope
 
@@ -306,7 +306,7 @@ class LeakyReLU(Module):
 class ELU(Module):
     """Exponential linear unit."""
 
-    def __init__(self, alpha=1.0):
+    def __init__(self, alpha: float = 1.0):
         super().__init__()
         self._alpha = alpha
 
@@ -317,7 +317,7 @@ class ELU(Module):
 class Softshrink(Module):
     """Soft shrinkage by `lambd`."""
 
-    def __init__(self, lambd=0.5):
+    def __init__(self, lambd: float = 0.5):
         super().__init__()
         self.lambd = lambd
 
@@ -328,7 +328,7 @@ class Softshrink(Module):
 class CELU(Module):
     """Continuously differentiable ELU."""
 
-    def __init__(self, alpha=1.0):
+    def __init__(self, alpha: float = 1.0):
         super().__init__()
         self._alpha = alpha
 
@@ -339,7 +339,7 @@ class CELU(Module):
 class PReLU(Module):
     """Parametric ReLU with a learnable slope per channel (`num_parameters`)."""
 
-    def __init__(self, num_parameters=1, init=0.25):
+    def __init__(self, num_parameters: int = 1, init: float = 0.25):
         super().__init__()
         self.weight = mx.full([num_parameters], init)
 
@@ -350,7 +350,7 @@ class PReLU(Module):
 class GELU(Module):
     """GELU; `approx` is "none", "precise"/"tanh" (gelu_approx) or "fast"."""
 
-    def __init__(self, approx="none"):
+    def __init__(self, approx: str = "none"):
         super().__init__()
         if approx == "none":
             self._act = gelu
@@ -380,7 +380,7 @@ class Step(Module):
 class HardShrink(Module):
     """Hard shrinkage by `lambd`."""
 
-    def __init__(self, lambd=0.5):
+    def __init__(self, lambd: float = 0.5):
         super().__init__()
         self.lambd = lambd
 

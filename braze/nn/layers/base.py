@@ -84,30 +84,30 @@ class Module(dict):
 
     # -- filters ----------------------------------------------------------------------------
     @staticmethod
-    def is_module(value) -> bool:
+    def is_module(value: Any) -> bool:
         """Whether `value` is a Module (the `is_leaf` of tree maps over modules)."""
         return isinstance(value, Module)
 
     @staticmethod
-    def valid_child_filter(module, key, value) -> bool:
+    def valid_child_filter(module: Module, key: str, value: Any) -> bool:
         """The `filter_fn` of `children()`: keep containers (dicts and lists)."""
         return isinstance(value, (dict, list))
 
     @staticmethod
-    def valid_parameter_filter(module, key, value) -> bool:
+    def valid_parameter_filter(module: Module, key: str, value: Any) -> bool:
         """The `filter_fn` of `parameters()`: keep arrays and containers under public
         keys (a key starting with "_" is not a parameter).
         """
         return isinstance(value, (dict, list, mx.array)) and not str(key).startswith("_")
 
     @staticmethod
-    def trainable_parameter_filter(module, key, value) -> bool:
+    def trainable_parameter_filter(module: Module, key: str, value: Any) -> bool:
         """The `filter_fn` of `trainable_parameters()`: parameters that are not frozen."""
         return Module.valid_parameter_filter(module, key, value) and key not in module._no_grad
 
     def filter_and_map(self, filter_fn: Callable[["Module", str, Any], bool],
                        map_fn: Optional[Callable] = None,
-                       is_leaf_fn: Optional[Callable[["Module", str, Any], bool]] = None):
+                       is_leaf_fn: Optional[Callable[["Module", str, Any], bool]] = None) -> dict:
         """The module's contents as nested dicts and lists, keeping entries where
         `filter_fn(module, key, value)` holds and mapping leaves through `map_fn`."""
         map_fn = map_fn or (lambda x: x)
@@ -115,20 +115,20 @@ class Module(dict):
         return {k: _unwrap(self, k, v, filter_fn, map_fn, is_leaf_fn)
                 for k, v in self.items() if filter_fn(self, k, v)}
 
-    def parameters(self):
+    def parameters(self) -> dict:
         """All parameter arrays, as nested dicts and lists."""
         return self.filter_and_map(self.valid_parameter_filter)
 
-    def trainable_parameters(self):
+    def trainable_parameters(self) -> dict:
         """The parameters that are not frozen."""
         return self.filter_and_map(self.trainable_parameter_filter)
 
-    def children(self):
+    def children(self) -> dict:
         """The direct child modules (inside dicts and lists too)."""
         return self.filter_and_map(self.valid_child_filter,
                                    is_leaf_fn=lambda m, k, v: isinstance(v, Module))
 
-    def leaf_modules(self):
+    def leaf_modules(self) -> dict:
         """The submodules that contain no other modules."""
         def is_leaf(m, k, v):
             return isinstance(v, Module) and len(tree_flatten(v.children())) == 0
@@ -261,8 +261,9 @@ class Module(dict):
         """Set evaluation mode recursively (`train(False)`)."""
         return self.train(False)
 
-    def set_dtype(self, dtype, predicate: Optional[Callable] = lambda x: mx.issubdtype(
-            x, mx.floating)):
+    def set_dtype(self, dtype: mx.Dtype,
+                  predicate: Optional[Callable] = lambda x: mx.issubdtype(x, mx.floating)
+                  ) -> None:
         """Cast the parameters whose dtype satisfies `predicate` (floating ones by default)."""
         if predicate is None:
             def predicate(_):
@@ -306,7 +307,7 @@ class Module(dict):
             self.update(tree_unflatten(weights), strict=False)
         return self
 
-    def save_weights(self, file: str):
+    def save_weights(self, file: str) -> None:
         """Save the parameters to `.npz` or `.safetensors` (chosen by the extension)."""
         from braze._src.io import save_safetensors, savez
 

@@ -9,7 +9,7 @@ __all__ = ["Sequential"]
 class Sequential(Module):
     """Calls each of `modules` on the output of the previous one."""
 
-    def __init__(self, *modules):
+    def __init__(self, *modules: Module):
         super().__init__()
         self.layers = list(modules)
 

@@ -7,6 +7,7 @@ zero (MLX's choices).
 from __future__ import annotations
 
 import math
+from typing import Tuple, Union
 
 import braze.core as mx
 
@@ -33,8 +34,11 @@ class _ConvNd(Module):
     _op = None
     _transpose = False
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, output_padding=0):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: Union[int, Tuple[int, ...]], stride: Union[int, Tuple[int, ...]] = 1,
+                 padding: Union[int, Tuple[int, ...]] = 0,
+                 dilation: Union[int, Tuple[int, ...]] = 1, groups=1, bias=True,
+                 output_padding: Union[int, Tuple[int, ...]] = 0):
         super().__init__()
         name = type(self).__name__
         if in_channels % groups != 0:
@@ -101,8 +105,10 @@ class Conv2d(_ConvNd):
 
     _nd, _op = 2, "conv2d"
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: Union[int, Tuple[int, ...]], stride: Union[int, Tuple[int, ...]] = 1,
+                 padding: Union[int, Tuple[int, ...]] = 0,
+                 dilation: Union[int, Tuple[int, ...]] = 1, groups: int = 1, bias: bool = True):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias)
 
@@ -112,8 +118,10 @@ class Conv3d(_ConvNd):
 
     _nd, _op = 3, "conv3d"
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, bias: bool = True):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: Union[int, Tuple[int, ...]], stride: Union[int, Tuple[int, ...]] = 1,
+                 padding: Union[int, Tuple[int, ...]] = 0,
+                 dilation: Union[int, Tuple[int, ...]] = 1, bias: bool = True):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          1, bias)
 
@@ -135,8 +143,11 @@ class ConvTranspose2d(_ConvNd):
 
     _nd, _op, _transpose = 2, "conv_transpose2d", True
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, output_padding=0, bias: bool = True):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: Union[int, Tuple[int, ...]], stride: Union[int, Tuple[int, ...]] = 1,
+                 padding: Union[int, Tuple[int, ...]] = 0,
+                 dilation: Union[int, Tuple[int, ...]] = 1,
+                 output_padding: Union[int, Tuple[int, ...]] = 0, bias: bool = True):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          1, bias, output_padding)
 
@@ -146,7 +157,10 @@ class ConvTranspose3d(_ConvNd):
 
     _nd, _op, _transpose = 3, "conv_transpose3d", True
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, output_padding=0, bias: bool = True):
+    def __init__(self, in_channels: int, out_channels: int,
+                 kernel_size: Union[int, Tuple[int, ...]], stride: Union[int, Tuple[int, ...]] = 1,
+                 padding: Union[int, Tuple[int, ...]] = 0,
+                 dilation: Union[int, Tuple[int, ...]] = 1,
+                 output_padding: Union[int, Tuple[int, ...]] = 0, bias: bool = True):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          1, bias, output_padding)

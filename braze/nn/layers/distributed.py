@@ -135,7 +135,8 @@ def _check_divisible(n, size, what):
 class AllToShardedLinear(Module):
     """This rank's output_dims / N output features of a linear layer."""
 
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group=None):
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
+                 group: Optional[mx.distributed.Group] = None):
         super().__init__()
         self.group = group or mx.distributed.init()
         n = self.group.size()
@@ -158,7 +159,7 @@ class AllToShardedLinear(Module):
 
     @classmethod
     def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1,
-                    group: Optional[mx.distributed.Group] = None):
+                    group: Optional[mx.distributed.Group] = None) -> Module:
         """A sharded copy of `linear_layer`, holding this rank's slice of its weights
         (`segments`: how many parts of the weight are sharded separately, e.g. 3 for a fused QKV).
         """
@@ -173,7 +174,8 @@ class ShardedToAllLinear(Module):
     """This rank's input_dims / N input features of a linear layer; outputs are summed over
     the group, so every rank gets the full result."""
 
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group=None):
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
+                 group: Optional[mx.distributed.Group] = None):
         super().__init__()
         self.group = group or mx.distributed.init()
         n = self.group.size()
@@ -194,7 +196,7 @@ class ShardedToAllLinear(Module):
 
     @classmethod
     def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1,
-                    group: Optional[mx.distributed.Group] = None):
+                    group: Optional[mx.distributed.Group] = None) -> Module:
         """A sharded copy of `linear_layer`, holding this rank's slice of its weights
         (`segments`: how many parts of the weight are sharded separately, e.g. 3 for a fused QKV).
         """

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import braze.core as mx
+
 from .. import _random
 from .base import Module
 from .quantized import QuantizedEmbedding
@@ -30,7 +32,7 @@ class Embedding(Module):
                              f"{x.dtype.name} and shape {x.shape}.")
         return self.weight[x]
 
-    def as_linear(self, x):
+    def as_linear(self, x: mx.array) -> mx.array:
         """x @ weight.T: scores against every embedding."""
         if x.shape[-1] != self.weight.shape[1]:
             raise ValueError(f"[Embedding.as_linear] Expected input with last dimension "
@@ -38,7 +40,7 @@ class Embedding(Module):
         return x @ self.weight.T
 
     def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
-                     quantize_input: bool = False):
+                     quantize_input: bool = False) -> Module:
         """A QuantizedEmbedding approximating this layer (inputs are indices: they cannot be
         quantized)."""
         if quantize_input:

@@ -56,7 +56,7 @@ class Linear(Module):
         return x @ w.T
 
     def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
-                     quantize_input: bool = False):
+                     quantize_input: bool = False) -> Module:
         """A QuantizedLinear approximating this layer, or with `quantize_input` (modes
         "nvfp4" and "mxfp8" only) a QQLinear, which rounds its input too."""
         if not quantize_input:

@@ -8,6 +8,7 @@ differentiable through ordinary ops.
 from __future__ import annotations
 
 import itertools
+from typing import Optional, Tuple, Union
 
 import braze.core as mx
 
@@ -47,7 +48,9 @@ def _pool(x, reduce, kernel, stride, axes):
 
 
 class _Pool(Module):
-    def __init__(self, reduce, padding_value, nd, kernel_size, stride, padding):
+    def __init__(self, reduce, padding_value, nd, kernel_size: Union[int, Tuple[int, ...]],
+                 stride: Optional[Union[int, Tuple[int, ...]]],
+                 padding: Union[int, Tuple[int, ...]]):
         super().__init__()
         name = type(self).__name__
         plural = "integer" if nd == 1 else "integers"
@@ -100,40 +103,52 @@ def _mean(x, axis):
 class MaxPool1d(_Pool):
     """Max over windows of (N, L, C) inputs."""
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size: Union[int, Tuple[int, ...]],
+                 stride: Optional[Union[int, Tuple[int, ...]]] = None,
+                 padding: Union[int, Tuple[int, ...]] = 0):
         super().__init__(_max, -float("inf"), 1, kernel_size, stride, padding)
 
 
 class AvgPool1d(_Pool):
     """Mean over windows of (N, L, C) inputs."""
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size: Union[int, Tuple[int, ...]],
+                 stride: Optional[Union[int, Tuple[int, ...]]] = None,
+                 padding: Union[int, Tuple[int, ...]] = 0):
         super().__init__(_mean, 0, 1, kernel_size, stride, padding)
 
 
 class MaxPool2d(_Pool):
     """Max over windows of (N, H, W, C) inputs."""
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size: Union[int, Tuple[int, ...]],
+                 stride: Optional[Union[int, Tuple[int, ...]]] = None,
+                 padding: Union[int, Tuple[int, ...]] = 0):
         super().__init__(_max, -float("inf"), 2, kernel_size, stride, padding)
 
 
 class AvgPool2d(_Pool):
     """Mean over windows of (N, H, W, C) inputs."""
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size: Union[int, Tuple[int, ...]],
+                 stride: Optional[Union[int, Tuple[int, ...]]] = None,
+                 padding: Union[int, Tuple[int, ...]] = 0):
         super().__init__(_mean, 0, 2, kernel_size, stride, padding)
 
 
 class MaxPool3d(_Pool):
     """Max over windows of (N, D, H, W, C) inputs."""
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size: Union[int, Tuple[int, ...]],
+                 stride: Optional[Union[int, Tuple[int, ...]]] = None,
+                 padding: Union[int, Tuple[int, ...]] = 0):
         super().__init__(_max, -float("inf"), 3, kernel_size, stride, padding)
 
 
 class AvgPool3d(_Pool):
     """Mean over windows of (N, D, H, W, C) inputs."""
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size: Union[int, Tuple[int, ...]],
+                 stride: Optional[Union[int, Tuple[int, ...]]] = None,
+                 padding: Union[int, Tuple[int, ...]] = 0):
         super().__init__(_mean, 0, 3, kernel_size, stride, padding)

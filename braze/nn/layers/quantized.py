@@ -88,7 +88,7 @@ class QuantizedEmbedding(Module):
                              biases=None if biases is None else biases[x],
                              group_size=self.group_size, bits=self.bits, mode=self.mode)
 
-    def as_linear(self, x):
+    def as_linear(self, x: mx.array) -> mx.array:
         """x @ dequantize(weight).T, computed by quantized_matmul."""
         return mx.quantized_matmul(x, self["weight"], scales=self["scales"],
                                    biases=self.get("biases"), transpose=True,
@@ -100,7 +100,7 @@ class QuantizedEmbedding(Module):
 
     @classmethod
     def from_embedding(cls, embedding_layer: Module, group_size: int = None, bits: int = None,
-                       mode: str = "affine"):
+                       mode: str = "affine") -> Module:
         """A QuantizedEmbedding holding `embedding_layer`'s table, quantized."""
         n, dims = embedding_layer.weight.shape
         ql = cls(n, dims, group_size, bits, mode=mode)
@@ -137,7 +137,7 @@ class QuantizedLinear(Module):
 
     @classmethod
     def from_linear(cls, linear_layer: Module, group_size: int = None, bits: int = None,
-                    mode: str = "affine"):
+                    mode: str = "affine") -> Module:
         """A QuantizedLinear with `linear_layer`'s weight quantized and its bias kept."""
         output_dims, input_dims = linear_layer.weight.shape
         ql = cls(input_dims, output_dims, False, group_size, bits, mode=mode)
@@ -167,14 +167,14 @@ class QQLinear(Module):
         return (f"input_dims={in_dims}, output_dims={out_dims}, group_size={self.group_size}, "
                 f"bits={self.bits}, mode={self.mode}")
 
-    def quantize(self):
+    def quantize(self) -> None:
         """Store the weight quantized (with its scales)."""
         if not self._quantized:
             self.weight, self.scales = mx.quantize(self.weight, self.group_size, self.bits,
                                                    mode=self.mode)
             self._quantized = True
 
-    def dequantize(self):
+    def dequantize(self) -> None:
         """Store the weight as floats again (dropping the scales)."""
         if self._quantized:
             self.weight = mx.dequantize(self.weight, scales=self.scales,
@@ -196,7 +196,7 @@ class QQLinear(Module):
 
     @classmethod
     def from_linear(cls, linear_layer: Module, group_size: int = None, bits: int = None,
-                    mode: str = "nvfp4"):
+                    mode: str = "nvfp4") -> Module:
         """A QQLinear with `linear_layer`'s weight (which must have no bias)."""
         output_dims, input_dims = linear_layer.weight.shape
         if linear_layer.get("bias") is not None:

@@ -61,7 +61,7 @@ class MultiHeadAttention(Module):
         return self.out_proj(out)
 
     @staticmethod
-    def create_additive_causal_mask(N: int, dtype=mx.float32):
+    def create_additive_causal_mask(N: int, dtype: mx.Dtype = mx.float32) -> mx.array:
         """(N, N) mask: 0 on and below the diagonal, the dtype's lowest value above it."""
         indices = mx.arange(N)
         mask = indices[:, None] < indices[None]
@@ -109,8 +109,8 @@ class TransformerEncoderLayer(Module):
 class TransformerEncoder(Module):
     """`num_layers` encoder layers and a final LayerNorm."""
 
-    def __init__(self, num_layers: int, dims: int, num_heads: int,
-                 mlp_dims: Optional[int] = None, dropout: float = 0.0, activation=relu,
+    def __init__(self, num_layers: int, dims: int, num_heads: int, mlp_dims: Optional[int] = None,
+                 dropout: float = 0.0, activation: Callable[[mx.array], mx.array] = relu,
                  norm_first: bool = True, checkpoint: bool = False):
         super().__init__()
         self.layers = [TransformerEncoderLayer(dims, num_heads, mlp_dims, dropout, activation,
@@ -174,8 +174,8 @@ class TransformerDecoderLayer(Module):
 class TransformerDecoder(Module):
     """`num_layers` decoder layers and a final LayerNorm."""
 
-    def __init__(self, num_layers: int, dims: int, num_heads: int,
-                 mlp_dims: Optional[int] = None, dropout: float = 0.0, activation=relu,
+    def __init__(self, num_layers: int, dims: int, num_heads: int, mlp_dims: Optional[int] = None,
+                 dropout: float = 0.0, activation: Callable[[mx.array], mx.array] = relu,
                  norm_first: bool = True, checkpoint: bool = False):
         super().__init__()
         self.layers = [TransformerDecoderLayer(dims, num_heads, mlp_dims, dropout, activation,

@@ -6,6 +6,7 @@ import operator
 from functools import reduce
 from itertools import product
 from math import ceil
+from typing import Tuple, Union
 
 import braze.core as mx
 
@@ -189,8 +190,8 @@ class Upsample(Module):
     """Upsample (N, *spatial, C) inputs by `scale_factor` with mode "nearest", "linear" or
     "cubic"."""
 
-    def __init__(self, scale_factor, mode: str = "nearest", align_corners: bool = False,
-                 antialias: bool = False):
+    def __init__(self, scale_factor: Union[float, Tuple[float, ...]], mode: str = "nearest",
+                 align_corners: bool = False, antialias: bool = False):
         super().__init__()
         if mode not in ("nearest", "linear", "cubic"):
             raise ValueError(f"[Upsample] Got unsupported upsampling algorithm: {mode}")
