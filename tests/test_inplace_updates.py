@@ -242,6 +242,22 @@ def test_compiled_state_update_takes_the_buffer():
     np.testing.assert_array_equal(np.asarray(state[0]), want)
 
 
+def test_compiled_readers_of_the_input_see_its_old_value():
+    """The update and a fused kernel and a reduction of the same input, in one compiled
+    function: the update runs first and must copy."""
+    k = mx.full((1, 1024), -3.0)
+    f = mx.compile(lambda c: (mx.slice_update(c, k, mx.array([0]), axes=(0,)), c * 2,
+                              c.sum()))
+    want = DATA.copy()
+    want[0] = -3.0
+    for _ in range(2):
+        y, doubled, total = f(_fresh())
+        mx.eval(y)
+        np.testing.assert_array_equal(np.asarray(y), want)
+        np.testing.assert_array_equal(np.asarray(doubled), DATA * 2)
+        assert total.item() == DATA.sum()
+
+
 def test_a_captured_constant_is_never_written():
     c = _fresh()
     f = mx.compile(lambda u: c.at[IDX].add(u))
