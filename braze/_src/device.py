@@ -83,7 +83,7 @@ class Stream:
 
     __slots__ = ("device", "_index", "_thread")
 
-    def __init__(self, device, index: int = 0):
+    def __init__(self, device: Device, index: int = 0):
         self.device = to_device(device, "Stream")
         self._index = index
         self._thread = None
@@ -108,7 +108,7 @@ class ThreadLocalStream:
 
     __slots__ = ("device", "_index")
 
-    def __init__(self, device, index: int):
+    def __init__(self, device: Device, index: int):
         self.device = device
         self._index = index
 
@@ -279,7 +279,7 @@ class StreamContext:
     """The context manager `stream(s)` returns: inside it, `s` is the default device and (for a
     Stream) that device's default stream."""
 
-    def __init__(self, s):
+    def __init__(self, s: Union[Stream, ThreadLocalStream, Device, DeviceType]):
         if not isinstance(s, (Stream, ThreadLocalStream, Device, DeviceType)):
             raise TypeError(f"[stream] Expected a Stream, Device or DeviceType, got {s!r}.")
         self._target = s

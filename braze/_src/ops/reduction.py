@@ -393,7 +393,9 @@ def _numpy_args(self, name, dtype, out):
 
 
 def _m_reduce(fn):
-    def method(self, axis=None, keepdims=False, *, stream=None, dtype=None, out=None):
+    def method(self, axis: Axes = None, keepdims: bool = False, *,
+               stream: StreamOrDevice = None, dtype: Optional[Dtype] = None,
+               out: None = None) -> array:
         return fn(_numpy_args(self, fn.__name__, dtype, out), axis, keepdims)
     method.__name__ = fn.__name__
     method.__doc__ = fn.__doc__
@@ -401,7 +403,9 @@ def _m_reduce(fn):
 
 
 def _m_var(fn):
-    def method(self, axis=None, keepdims=False, ddof=0, *, stream=None, dtype=None, out=None):
+    def method(self, axis: Axes = None, keepdims: bool = False, ddof: int = 0, *,
+               stream: StreamOrDevice = None, dtype: Optional[Dtype] = None,
+               out: None = None) -> array:
         return fn(_numpy_args(self, fn.__name__, dtype, out), axis, keepdims, ddof)
     method.__name__ = fn.__name__
     method.__doc__ = fn.__doc__
@@ -409,8 +413,9 @@ def _m_var(fn):
 
 
 def _m_scan(fn):
-    def method(self, axis=None, *, reverse=False, inclusive=True, stream=None, dtype=None,
-               out=None):
+    def method(self, axis: Optional[int] = None, *, reverse: bool = False,
+               inclusive: bool = True, stream: StreamOrDevice = None,
+               dtype: Optional[Dtype] = None, out: None = None) -> array:
         x = _numpy_args(self, fn.__name__, dtype, out)
         return fn(x, axis, reverse=reverse, inclusive=inclusive)
     method.__name__ = fn.__name__

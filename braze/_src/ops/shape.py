@@ -881,8 +881,8 @@ def _T(self) -> array:
     return _transpose(self, None, "transpose")
 
 
-def _split_method(self, indices_or_sections: Union[int, Sequence[int]], axis=0, *,
-                  stream: StreamOrDevice = None) -> array:
+def _split_method(self, indices_or_sections: Union[int, Sequence[int]], axis: int = 0, *,
+                  stream: StreamOrDevice = None) -> List[array]:
     """Split along `axis`; see `mx.split`."""
     return split(self, indices_or_sections, axis)
 
@@ -893,7 +893,7 @@ def _flatten_method(self, start_axis: int = 0, end_axis: int = -1, *,
     return flatten(self, start_axis, end_axis)
 
 
-def _squeeze_method(self, axis=None, *, stream: StreamOrDevice = None) -> array:
+def _squeeze_method(self, axis: Axes = None, *, stream: StreamOrDevice = None) -> array:
     """Remove axes of size 1; see `mx.squeeze`."""
     return squeeze(self, axis)
 
@@ -920,7 +920,7 @@ def _diagonal_method(self, offset: int = 0, axis1: int = 0, axis2: int = 1,
     return diagonal(self, offset, axis1, axis2)
 
 
-def _view_method(self, dtype, *, stream: StreamOrDevice = None) -> array:
+def _view_method(self, dtype: Dtype, *, stream: StreamOrDevice = None) -> array:
     """Reinterpret the bytes as `dtype`; see `mx.view`."""
     return view(self, dtype)
 
