@@ -83,7 +83,7 @@ class Stream:
 
     __slots__ = ("device", "_index", "_thread")
 
-    def __init__(self, device: Device, index: int = 0):
+    def __init__(self, device: Union[Device, DeviceType], index: int = 0):
         self.device = to_device(device, "Stream")
         self._index = index
         self._thread = None
