@@ -115,6 +115,40 @@ def test_compile_docstring_covers_its_contract():
         assert word in doc, word
 
 
+#: modules whose public functions are not annotated yet (issue #16 leaves them to their owners)
+NOT_YET_ANNOTATED = ("braze._src.compile.", "braze._src.transforms.", "braze._src.tree",
+                     "braze._src.dtypes")
+
+
+def test_public_functions_are_annotated():
+    missing = []
+    for qual, obj, owner in _walk():
+        if owner is not None or not inspect.isfunction(obj):
+            continue
+        if obj.__module__.startswith(NOT_YET_ANNOTATED):
+            continue
+        sig = inspect.signature(obj)
+        bad = [p.name for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty]
+        if bad or sig.return_annotation is inspect.Signature.empty:
+            missing.append(f"{qual}({', '.join(bad)})"
+                           + (" -> ?" if sig.return_annotation is inspect.Signature.empty else ""))
+    assert not missing, f"{len(missing)} public functions without type hints:\n  " + \
+        "\n  ".join(missing)
+
+
+def test_annotations_resolve():
+    """typing.get_type_hints works on the public functions (the names they use exist)."""
+    import typing
+    bad = []
+    for qual, obj, owner in _walk():
+        if owner is None and inspect.isfunction(obj):
+            try:
+                typing.get_type_hints(obj)
+            except Exception as e:  # noqa: BLE001
+                bad.append(f"{qual}: {e}")
+    assert not bad, "\n".join(bad)
+
+
 def test_package_is_typed():
     root = pathlib.Path(braze.__file__).parent
     assert (root / "py.typed").is_file()
