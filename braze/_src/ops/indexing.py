@@ -472,7 +472,8 @@ def take(a: ArrayLike, /, indices: ArrayLike, axis: Optional[int] = None, *,
     """Elements of `a` at `indices` along `axis` (of the flattened array when None).
 
     The result's shape is `a`'s with axis `axis` replaced by the shape of `indices` (an int
-    index drops the axis). Out-of-bounds indices raise.
+    index drops the axis). Negative indices count from the end; an out-of-bounds index
+    raises when the indices are already evaluated (computed ones are not checked).
     """
     a = as_array(a, "take")
     if axis is None:
