@@ -366,8 +366,11 @@ def _extra_programs(tmp_path):
     y = mx.arange(6.0)
     y[mx.arange(6) % 2 == 0] = mx.array([1.0, 2.0, 3.0])  # MaskedScatter
     mx.save(str(tmp_path / "a.npy"), mx.arange(3))
+    xc, wc = mx.ones((1, 5, 5, 2)), mx.ones((3, 3, 3, 2))
+    conv_w_grad = mx.grad(lambda w: mx.conv2d(xc, w, stride=2).sum())(wc)  # ConvWeightGrad
     outs = [x, y, mx.random.normal((3,)), mx.load(str(tmp_path / "a.npy")),
-            mx.random.multivariate_normal(mx.zeros(2), mx.eye(2), key=mx.random.key(0))]
+            mx.random.multivariate_normal(mx.zeros(2), mx.eye(2), key=mx.random.key(0)),
+            conv_w_grad]
     events = []  # shapeless-only primitives, from a shapeless trace and its gradient
     mx.export_function(events.append, lambda a, b: mx.grad(lambda a: (a @ b).mean())(a),
                        mx.ones((2, 3, 4)), mx.ones((4, 5)), shapeless=True)
