@@ -472,15 +472,16 @@ class CompiledFunction:
         memo = self._memo
         if memo is not None and not kwargs and memo.matches(real, len(args)):
             self._hits += 1
-            entry = memo.entry
+            entry, writes = memo.entry, memo.writes
         else:
             found = self._lookup(args, kwargs, cap, implicit)
             if found is None:  # compile disabled, or inside a transform
                 return self._fun(*args, **kwargs)
             entry, real = found
+            writes = True
             held = _read_state(None, implicit)[1]  # as a trace may have left them
         outs = entry.plan.run(real, self._replay_name)
-        if entry.n_out < len(outs):  # the outputs tree as it is now (MLX's tree_fill)
+        if writes and entry.n_out < len(outs):  # the outputs trees as they are now
             _fill_state(self._outputs, held, outs, entry.n_out)
         return outs[0] if entry.single else entry.outputs(outs)
 
@@ -521,8 +522,12 @@ class CompiledFunction:
         real = arrays + cap
         if (not kwargs and not TraceState.depth and len(arrays) == len(leaves) == len(args)
                 and all(type(x) is array for x in real)):
-            # the next call with these arrays' signature skips all of the above
-            self._memo = _Memo(cache, entry, real, len(args), shapeless)
+            # the next call with these arrays' signature skips all of the above; and if the
+            # only state is implicit and comes out unchanged, it skips writing it back too
+            n = len(args)
+            writes = (self._inputs is not None or self._outputs is not None
+                      or entry.plan.outs[entry.n_out:] != list(range(n, n + len(cap))))
+            self._memo = _Memo(cache, entry, real, n, shapeless, writes)
         return entry, real
 
     # -- a cache miss ---------------------------------------------------------------------
@@ -671,14 +676,16 @@ _OUT = object()  # marks an array position in a stored output template
 class _Memo:
     """A cache entry and what a call must match to use it without flattening its arguments:
     the thread cache (and its generation) the entry lives in, and the number of positional
-    arguments and each flat input's dtype and shape (ndim when shapeless)."""
+    arguments and each flat input's dtype and shape (ndim when shapeless). `writes`: whether
+    the entry's state outputs need writing back (not when they are the inputs themselves)."""
 
-    __slots__ = ("cache", "gen", "entry", "n_args", "keys", "shapeless")
+    __slots__ = ("cache", "gen", "entry", "n_args", "keys", "shapeless", "writes")
 
-    def __init__(self, cache, entry, real, n_args, shapeless):
+    def __init__(self, cache, entry, real, n_args, shapeless, writes):
         self.cache = weakref.ref(cache)  # not a strong one: a thread's cache dies with it
         self.gen = cache.gen
         self.entry = entry
+        self.writes = writes
         self.n_args = n_args
         self.shapeless = shapeless
         self.keys = tuple((x._dtype, len(x._shape) if shapeless else x._shape) for x in real)
