@@ -196,7 +196,7 @@ class Copy(Primitive):
         return [(x.shape, x.dtype)]
 
     def eval_cpu(self, x):
-        return [x.view()]  # buffers are never written in place, so sharing is safe
+        return [x.view()]  # a view keeps its buffer seen: no in-place update writes it
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return [cotangents[0]]
