@@ -1,10 +1,11 @@
-"""mx.distributed: the single-process group (MLX's singleton semantics), the backend interface
-a multi-process backend will fill (exercised with a fake two-rank backend), and
-average_gradients."""
+"""mx.distributed in one process: the single-process group (MLX's singleton semantics), the
+backend interface (exercised with a fake two-rank backend) and average_gradients. The real
+multi-process cases are tests/test_distributed_mpi.py."""
 import numpy as np
 import pytest
 
 import braze.core as mx
+import braze.nn as nn
 from braze._src import distributed as D
 from braze.utils import tree_flatten
 
@@ -93,13 +94,13 @@ def test_send_recv_on_singleton_are_errors():
 
 def test_average_gradients_singleton_returns_input():
     grads = {"w": mx.ones((2, 2)), "b": [mx.zeros((3,))]}
-    assert D.average_gradients(grads) is grads
+    assert nn.average_gradients(grads) is grads
 
 
 # -- the backend interface, with a fake two-rank backend --------------------------------------
 class TwoRankEcho(D.Backend):
     """Pretends to be rank 0 of 2 whose peer holds the same arrays: all_sum doubles, all_gather
-    stacks two copies. Records the calls so chunking can be checked."""
+    stacks two copies. Records the calls so bucketing can be checked."""
 
     name = "echo"
 
@@ -115,19 +116,22 @@ class TwoRankEcho(D.Backend):
     def split(self, color, key):
         return D.SingletonBackend()
 
-    def all_sum(self, x):
-        self.calls.append(("all_sum", x.shape, x.dtype))
-        return x * 2
+    def all_reduce(self, x, out, reduce_type):
+        self.calls.append(("all_" + reduce_type, x.shape, x.dtype))
+        out[...] = x * 2 if reduce_type == "sum" else x
 
     def all_gather(self, x):
-        return mx.concatenate([x, x]) if x.ndim else mx.stack([x, x])
+        return np.stack([x, x])
+
+    def sum_scatter(self, x):
+        return (x * 2)[:x.shape[0] // 2]
 
     def send(self, x, dst):
         self.calls.append(("send", dst))
-        return x
 
     def recv(self, shape, dtype, src):
-        return mx.zeros(shape, dtype=dtype)
+        self.calls.append(("recv", src))
+        return np.ones(shape, dtype)
 
 
 def test_registered_backend_is_used(clean_distributed):
@@ -138,12 +142,33 @@ def test_registered_backend_is_used(clean_distributed):
     assert g.size() == 2 and mx.distributed.init() is g
     np.testing.assert_array_equal(np.array(mx.distributed.all_sum(mx.ones((2,)))), [2, 2])
     assert mx.distributed.all_gather(mx.ones((2, 3))).shape == (4, 3)
-    mx.distributed.send(mx.ones((1,)), 1)
+    assert mx.distributed.all_gather(mx.array(1.0)).shape == (2,)
+    np.testing.assert_array_equal(np.array(mx.distributed.sum_scatter(mx.ones((4,)))), [2, 2])
+    mx.eval(mx.distributed.send(mx.ones((1,)), 1))
     assert be.calls[-1] == ("send", 1)
-    with pytest.raises(ValueError, match="Invalid dst 2"):
+    with pytest.raises(ValueError, match=r"\[send\] Invalid dst=2"):
         mx.distributed.send(mx.ones((1,)), 2)
     assert mx.distributed.recv_like(mx.ones((2, 2), mx.int32), 1).dtype == mx.int32
+    with pytest.raises(ValueError, match=r"\[sum_scatter\] Invalid shape"):
+        mx.distributed.sum_scatter(mx.ones((3,)))
     assert g.split(1).size() == 1
+
+
+def test_collectives_are_lazy_and_opaque_when_compiled(clean_distributed):
+    be = TwoRankEcho()
+    D.register_backend("echo", lambda: be)
+    mx.distributed.init(strict=True)
+    y = mx.distributed.all_sum(mx.ones((3,)))
+    assert not be.calls  # nothing runs before mx.eval
+    mx.eval(y)
+    assert len(be.calls) == 1
+    f = mx.compile(lambda x: mx.exp(mx.distributed.all_sum(mx.exp(x) + 1)) * 2)
+    np.testing.assert_allclose(np.array(f(mx.zeros((3,)))), 2 * np.exp([4.0] * 3), rtol=1e-6)
+    assert len(be.calls) == 2
+    f = mx.compile(lambda: mx.distributed.recv((2,), mx.float32, 1)
+                   + mx.distributed.recv((2,), mx.float32, 1))
+    np.testing.assert_array_equal(np.array(f()), [2, 2])
+    assert be.calls[-2:] == [("recv", 1)] * 2  # two messages: CSE never merges them
 
 
 def test_failing_backend_falls_back_or_raises(clean_distributed):
@@ -158,6 +183,22 @@ def test_failing_backend_falls_back_or_raises(clean_distributed):
         D.register_backend("any", broken)
 
 
+def test_mpi_needs_a_launcher(monkeypatch):
+    for var in D._LAUNCHER_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(D, "_GLOBAL", None)
+    with pytest.raises(RuntimeError, match="not started by mpirun"):
+        mx.distributed.init(strict=True, backend="mpi")
+    assert mx.distributed.init(backend="mpi").size() == 1
+
+
+def test_all_gather_factory_is_jaccl_only():
+    with pytest.raises(ValueError, match="jaccl"):
+        mx.distributed.init(backend="ring", all_gather_factory=lambda r, n: None)
+    with pytest.raises(TypeError, match="callable"):
+        mx.distributed.init(backend="jaccl", all_gather_factory="not callable")
+
+
 @pytest.mark.parametrize("all_reduce_size", [0, 8, 1 << 20])
 def test_average_gradients_two_ranks(clean_distributed, all_reduce_size):
     be = TwoRankEcho()
@@ -166,7 +207,7 @@ def test_average_gradients_two_ranks(clean_distributed, all_reduce_size):
     grads = {"w": mx.array(rng.standard_normal((3, 4)).astype(np.float32)),
              "layers": [{"b": mx.array(rng.standard_normal(5).astype(np.float32))},
                         {"b": mx.array(rng.standard_normal(2).astype(np.float32))}]}
-    avg = D.average_gradients(grads, all_reduce_size=all_reduce_size)
+    avg = nn.average_gradients(grads, all_reduce_size=all_reduce_size)
     got, want = tree_flatten(avg), tree_flatten(grads)
     assert [k for k, _ in got] == [k for k, _ in want]
     for (k, a), (_, b) in zip(got, want):
@@ -180,6 +221,7 @@ def test_average_gradients_mixed_dtypes(clean_distributed):
     be = TwoRankEcho()
     D.register_backend("echo", lambda: be)
     grads = {"a": mx.ones((2,), mx.float16), "b": mx.ones((3,), mx.float32)}
-    avg = D.average_gradients(grads)
+    avg = nn.average_gradients(grads)
     assert avg["a"].dtype == mx.float16 and avg["b"].dtype == mx.float32
+    mx.eval(avg)
     assert len(be.calls) == 2  # no concatenation across dtypes

@@ -1,42 +1,36 @@
-"""`mx.distributed`: MLX's communication API, with a single-process group by default.
+"""`mx.distributed`: MLX's communication API over MPI (mpi4py), or a single-process group.
 
 What a script sees (MLX's names and signatures)::
 
-    group = mx.distributed.init()            # the global group; size() == 1 here
+    group = mx.distributed.init()            # the world under mpirun, else a group of size 1
     x = mx.distributed.all_sum(x, group=group)
     y = mx.distributed.all_gather(x)         # concatenated along axis 0 over the ranks
 
-Design: a `Group` is a thin handle (rank, size) over a `Backend` object that carries out the
-collectives. Today the only backend is `SingletonBackend`: one process, so every collective is
-the identity and point-to-point communication is an error, exactly as MLX behaves when no
-distributed backend could be initialised (`init(strict=False)` falls back to a singleton group).
+A `Group` is a handle over a `Backend`, the communicator that moves NumPy buffers. With more
+than one process the collectives are lazy primitives (`prims/distributed.py`) that call it when
+evaluated, so they run in the same `mx.eval` as other work, differentiate, vmap and compile
+(opaque nodes). With one process they return their input, as in MLX.
 
-Adding a multi-process backend later (e.g. over `torch.distributed`'s gloo, MPI through mpi4py,
-or plain sockets) means:
-
-1. subclass `Backend`, implementing `all_sum`, `all_max`, `all_min`, `all_gather`,
-   `sum_scatter`, `send`, `recv` on NumPy buffers (they receive *evaluated* arrays), `split`, and
-   `rank`/`size`;
-2. `register_backend("name", factory)` where `factory()` returns the backend or raises
-   `RuntimeError` when it cannot start (no launcher environment, peers unreachable);
-3. if collectives must be traced by `compile` or differentiated, wrap them as primitives with
-   `vjp` rules (all_sum's vjp is all_sum of the cotangent; all_gather's is the slice of this
-   rank). The singleton path needs none of that: it returns its input unchanged, so grad, vmap
-   and compile see straight through it.
-
-`average_gradients` (MLX's `mlx.nn.utils.average_gradients`) lives here, below `braze.nn`, so
-`braze.nn.utils` can re-export it.
+Backends: "mpi" (mpi4py over whichever MPI it was built with; `pip install braze[mpi]` brings
+the MPICH wheel) when the process was started by `mpirun`/`mpiexec` (or `python -m
+braze.launch`) with a world of more than one process; otherwise `init()` falls back to the
+singleton group (`strict=True` raises instead). A new backend subclasses `Backend` and calls
+`register_backend`.
 """
 from __future__ import annotations
 
+import importlib.util
+import os
 import threading
-from functools import reduce
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
-from . import tree as T
+import numpy as np
+
 from .array import array
-from .dtypes import Dtype
+from .dtypes import Dtype, bfloat16
 from .ops._typing import ArrayLike, StreamOrDevice
+from .prims import distributed as P
+from .prims.base import bind
 
 __all__ = ["Group", "init", "is_available", "all_sum", "all_max", "all_min", "all_gather",
            "sum_scatter", "send", "recv", "recv_like"]
@@ -46,8 +40,9 @@ _BACKEND_NAMES = ("any", "mpi", "ring", "nccl", "jaccl")
 
 # -- backends ---------------------------------------------------------------------------------
 class Backend:
-    """What a communication backend provides. Arrays passed in are braze arrays; results are
-    braze arrays. `name` identifies the backend ("singleton" for the fallback)."""
+    """A communicator. It receives C-contiguous NumPy buffers (the evaluated inputs of the
+    collective primitives) and every rank of its group calls it in the same order.
+    `name` identifies the backend ("singleton" for the fallback)."""
 
     name = "abstract"
 
@@ -60,31 +55,31 @@ class Backend:
     def split(self, color: int, key: int) -> "Backend":
         raise NotImplementedError
 
-    def all_sum(self, x: array) -> array:
+    def all_reduce(self, x: np.ndarray, out: np.ndarray, reduce_type: str) -> None:
+        """Write the elementwise "sum", "max" or "min" of x over the group into `out` (which
+        may be x itself)."""
         raise NotImplementedError
 
-    def all_max(self, x: array) -> array:
+    def all_gather(self, x: np.ndarray) -> np.ndarray:
+        """Every rank's x, stacked: shape (size,) + x.shape."""
         raise NotImplementedError
 
-    def all_min(self, x: array) -> array:
+    def sum_scatter(self, x: np.ndarray) -> np.ndarray:
+        """This rank's part of axis 0 of the sum of x over the group."""
         raise NotImplementedError
 
-    def all_gather(self, x: array) -> array:
+    def send(self, x: np.ndarray, dst: int) -> None:
         raise NotImplementedError
 
-    def sum_scatter(self, x: array) -> array:
+    def recv(self, shape: tuple, dtype: np.dtype, src: int) -> np.ndarray:
         raise NotImplementedError
 
-    def send(self, x: array, dst: int) -> array:
-        raise NotImplementedError
-
-    def recv(self, shape: tuple, dtype: Dtype, src: int) -> array:
-        raise NotImplementedError
+    def __repr__(self):
+        return f"<{self.name} rank {self.rank()} of {self.size()}>"
 
 
 class SingletonBackend(Backend):
-    """One process: reductions and gathers return their input; send/recv are errors (MLX:
-    "Cannot send to a singleton group")."""
+    """One process: the collectives never reach it (they return their input)."""
 
     name = "singleton"
 
@@ -97,34 +92,127 @@ class SingletonBackend(Backend):
     def split(self, color, key):
         raise RuntimeError("Cannot split the distributed group further.")
 
-    def all_sum(self, x):
-        return x
 
-    all_max = all_min = all_gather = sum_scatter = all_sum
+#: reduced in float32 and rounded once: no precision lost beyond MLX's (which rounds per add)
+_WIDEN = (np.dtype(np.float16), bfloat16.np_dtype)
+
+
+def _lex_fold(stacked: np.ndarray, reduce_type: str) -> np.ndarray:
+    """MLX's complex max/min: by real part, then imaginary part."""
+    acc = stacked[0].copy()
+    for y in stacked[1:]:
+        if reduce_type == "max":
+            take = (y.real > acc.real) | ((y.real == acc.real) & (y.imag > acc.imag))
+        else:
+            take = (y.real < acc.real) | ((y.real == acc.real) & (y.imag < acc.imag))
+        acc = np.where(take, y, acc)
+    return acc
+
+
+class MPIBackend(Backend):
+    """An mpi4py communicator. Gathers and messages move raw bytes (any dtype); reductions use
+    MPI's typed ops, half precision in float32, bool as logical or/and, complex max/min by a
+    gather and MLX's lexicographic order."""
+
+    name = "mpi"
+
+    def __init__(self, comm, mpi):
+        self._comm, self._mpi = comm, mpi
+        self._rank, self._size = comm.Get_rank(), comm.Get_size()
+
+    def rank(self):
+        return self._rank
+
+    def size(self):
+        return self._size
+
+    def split(self, color, key):
+        return MPIBackend(self._comm.Split(color, key if key >= 0 else self._rank), self._mpi)
+
+    def _op(self, reduce_type, dtype):
+        m = self._mpi
+        if dtype == np.bool_:
+            return m.LAND if reduce_type == "min" else m.LOR
+        return {"sum": m.SUM, "max": m.MAX, "min": m.MIN}[reduce_type]
+
+    def all_reduce(self, x, out, reduce_type):
+        if x.dtype in _WIDEN:
+            wide = x.astype(np.float32)
+            self._comm.Allreduce(self._mpi.IN_PLACE, wide, self._op(reduce_type, wide.dtype))
+            out[...] = wide
+        elif x.dtype == np.complex64 and reduce_type != "sum":
+            out[...] = _lex_fold(self.all_gather(x), reduce_type)
+        else:
+            src = self._mpi.IN_PLACE if out is x else x
+            self._comm.Allreduce(src, out, self._op(reduce_type, x.dtype))
+
+    def _bytes(self, x):
+        return [x.reshape(-1).view(np.uint8), self._mpi.BYTE]
+
+    def all_gather(self, x):
+        out = np.empty((self._size,) + x.shape, x.dtype)
+        self._comm.Allgather(self._bytes(x), self._bytes(out))
+        return out
+
+    def sum_scatter(self, x):
+        shape = (x.shape[0] // self._size,) + x.shape[1:]
+        if x.dtype in _WIDEN:
+            part = np.empty(shape, np.float32)
+            self._comm.Reduce_scatter_block(x.astype(np.float32), part, self._mpi.SUM)
+            return part.astype(x.dtype)
+        part = np.empty(shape, x.dtype)
+        self._comm.Reduce_scatter_block(x, part, self._op("sum", x.dtype))
+        return part
 
     def send(self, x, dst):
-        raise ValueError("Cannot send to a singleton group")
+        self._comm.Send(self._bytes(x), dest=dst, tag=0)
 
     def recv(self, shape, dtype, src):
-        raise ValueError("Cannot recv from a singleton group")
+        out = np.empty(shape, dtype)
+        self._comm.Recv(self._bytes(out), source=src, tag=self._mpi.ANY_TAG)
+        return out
 
 
-_FACTORIES: Dict[str, Callable[[], Backend]] = {}
+#: set by mpirun/mpiexec (MPICH's Hydra, Open MPI, PMIx launchers such as srun)
+_LAUNCHER_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK")
 
 
-def register_backend(name: str, factory: Callable[[], Backend]) -> None:
+def _mpi_backend() -> Backend:
+    # without a launcher there is no world to join: skip importing mpi4py (MPI_Init) at all
+    if not any(v in os.environ for v in _LAUNCHER_VARS):
+        raise RuntimeError("not started by mpirun (`python -m braze.launch -n N script.py` "
+                           "starts N processes)")
+    try:
+        from mpi4py import MPI  # noqa: PLC0415  (MPI_Init happens at this import)
+    except ImportError as e:
+        raise RuntimeError(f"mpi4py is not installed ({e}): pip install 'braze[mpi]'") from None
+    if MPI.COMM_WORLD.Get_size() <= 1:
+        raise RuntimeError("[mpi] The world has a single process. Launch with mpirun to "
+                           "initialize the mpi backend.")
+    return MPIBackend(MPI.COMM_WORLD, MPI)
+
+
+_FACTORIES: Dict[str, tuple] = {}
+
+
+def register_backend(name: str, factory: Callable[[], Backend],
+                     available: Optional[Callable[[], bool]] = None) -> None:
     """Make backend `name` available to `init(backend=name)` (and to `backend="any"`, tried in
-    registration order). `factory()` returns a `Backend` or raises RuntimeError."""
+    registration order). `factory()` returns a `Backend` or raises RuntimeError; `available()`
+    answers `is_available(name)` without starting it (default: always)."""
     if name in ("any", "singleton"):
         raise ValueError(f"[distributed] '{name}' is reserved and cannot be registered.")
-    _FACTORIES[name] = factory
+    _FACTORIES[name] = (factory, available or (lambda: True))
+
+
+register_backend("mpi", _mpi_backend, lambda: importlib.util.find_spec("mpi4py") is not None)
 
 
 # -- groups -----------------------------------------------------------------------------------
 class Group:
     """A group of processes that communicate (MLX's `mlx.core.distributed.Group`)."""
 
-    __slots__ = ("_backend",)
+    __slots__ = ("_backend", "_gid")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("mx.distributed.Group: no constructor defined! "
@@ -134,6 +222,7 @@ class Group:
     def _make(cls, backend: Backend) -> "Group":
         g = object.__new__(cls)
         g._backend = backend
+        g._gid = P.register_comm(backend)
         return g
 
     def rank(self) -> int:
@@ -145,8 +234,9 @@ class Group:
         return self._backend.size()
 
     def split(self, color: int, key: int = -1) -> "Group":
-        """Split the group into subgroups by `color`; `key` orders the ranks of the new group
-        (negative: keep this group's rank order). A singleton group cannot be split."""
+        """Split the group into subgroups by `color` (every member must call it); `key` orders
+        the ranks of the new group (negative: keep this group's rank order). A singleton group
+        cannot be split."""
         if not isinstance(color, int) or isinstance(color, bool):
             raise TypeError(f"[distributed] split: color must be an int, got {color!r}.")
         if not isinstance(key, int) or isinstance(key, bool):
@@ -162,12 +252,12 @@ _GLOBAL: Optional[Group] = None
 
 
 def is_available(backend: str = "any") -> bool:
-    """Whether a multi-process backend can be initialised. The singleton fallback does not
-    count, as in MLX: with no backend registered this is False and `init()` still works."""
+    """Whether a multi-process backend is installed ("mpi": mpi4py is importable). The
+    singleton fallback does not count, as in MLX."""
     _check_backend_name(backend)
     if backend == "any":
-        return bool(_FACTORIES)
-    return backend in _FACTORIES
+        return any(av() for _, av in _FACTORIES.values())
+    return backend in _FACTORIES and _FACTORIES[backend][1]()
 
 
 def _check_backend_name(backend):
@@ -179,15 +269,28 @@ def _check_backend_name(backend):
                          f"but {backend!r} was provided.")
 
 
-def init(strict: bool = False, backend: str = "any") -> Group:
+def _check_factory(backend, all_gather_factory):
+    if all_gather_factory is None:
+        return
+    if backend != "jaccl":
+        raise ValueError("all_gather_factory is only supported with backend='jaccl'.")
+    if not callable(all_gather_factory):
+        raise TypeError("all_gather_factory must be callable.")
+
+
+def init(strict: bool = False, backend: str = "any", *,
+         all_gather_factory: Optional[Callable] = None) -> Group:
     """Initialise communication and return the global group.
 
     Tries `backend` (or, with "any", every registered backend in order). The first success
     becomes the global group returned by later calls. When none succeeds: `strict=True` raises
     RuntimeError; otherwise a singleton group (rank 0, size 1) is returned.
+    `all_gather_factory` is MLX's jaccl side channel (accepted with backend="jaccl" only;
+    braze has no jaccl backend).
     """
     global _GLOBAL
     _check_backend_name(backend)
+    _check_factory(backend, all_gather_factory)
     with _lock:
         if _GLOBAL is not None and _GLOBAL._backend.name != "singleton":
             if backend in ("any", _GLOBAL._backend.name):
@@ -195,12 +298,11 @@ def init(strict: bool = False, backend: str = "any") -> Group:
         names = list(_FACTORIES) if backend == "any" else [backend]
         errors = []
         for name in names:
-            factory = _FACTORIES.get(name)
-            if factory is None:
+            if name not in _FACTORIES:
                 errors.append(f"{name}: not available in braze")
                 continue
             try:
-                be = factory()
+                be = _FACTORIES[name][0]()
             except RuntimeError as e:
                 errors.append(f"{name}: {e}")
                 continue
@@ -236,50 +338,76 @@ def _rank_arg(r, group: Group, what: str, op: str) -> int:
     if not isinstance(r, int) or isinstance(r, bool):
         raise TypeError(f"[{op}] {what} must be an int, got {r!r}.")
     n = group.size()
-    if n > 1 and not 0 <= r < n:
-        raise ValueError(f"[{op}] Invalid {what} {r} for a group of size {n}.")
+    if n == 1:
+        raise ValueError(f"Cannot {op} {'to' if op == 'send' else 'from'} a singleton group")
+    if not 0 <= r < n:
+        raise ValueError(f"[{op}] Invalid {what}={r} for a group of size {n}.")
     return r
 
 
-# -- collectives (stream= is accepted and ignored) --------------------------------------------
+# -- collectives (stream= is accepted and ignored: communication runs on the CPU) ---------------
+def _all_reduce(x, group, reduce_type: str, op: str) -> array:
+    g = _group(group, op)
+    x = _as_array(x, op)
+    if g.size() == 1:
+        return x
+    return bind(P.AllReduce(g._gid, reduce_type), (x,))
+
+
 def all_sum(x: ArrayLike, *, group: Optional[Group] = None, stream: StreamOrDevice = None) -> array:
-    """Sum `x` over every process of the group; every process gets the result."""
-    return _group(group, "all_sum")._backend.all_sum(_as_array(x, "all_sum"))
+    """Sum `x` over every process of the group; every process gets the result. Its vjp is the
+    identity (MLX's rule: each rank's cotangent stays on that rank)."""
+    return _all_reduce(x, group, "sum", "all_sum")
 
 
 def all_max(x: ArrayLike, *, group: Optional[Group] = None, stream: StreamOrDevice = None) -> array:
-    """Elementwise maximum of `x` over the group."""
-    return _group(group, "all_max")._backend.all_max(_as_array(x, "all_max"))
+    """Elementwise maximum of `x` over the group (complex: by real, then imaginary part)."""
+    return _all_reduce(x, group, "max", "all_max")
 
 
 def all_min(x: ArrayLike, *, group: Optional[Group] = None, stream: StreamOrDevice = None) -> array:
-    """Elementwise minimum of `x` over the group."""
-    return _group(group, "all_min")._backend.all_min(_as_array(x, "all_min"))
+    """Elementwise minimum of `x` over the group (complex: by real, then imaginary part)."""
+    return _all_reduce(x, group, "min", "all_min")
 
 
 def all_gather(x: ArrayLike, *, group: Optional[Group] = None,
                stream: StreamOrDevice = None) -> array:
-    """Concatenate `x` from every process along the first axis (rank order)."""
-    return _group(group, "all_gather")._backend.all_gather(_as_array(x, "all_gather"))
+    """Concatenate `x` from every process along the first axis, in rank order (scalars are
+    stacked). Its vjp is this rank's slice of the cotangent."""
+    g = _group(group, "all_gather")
+    x = _as_array(x, "all_gather")
+    if g.size() == 1:
+        return x
+    return bind(P.AllGather(g._gid), (x,))
 
 
 def sum_scatter(x: ArrayLike, *, group: Optional[Group] = None,
                 stream: StreamOrDevice = None) -> array:
-    """Sum `x` over the group and give each process its slice of the first axis."""
-    return _group(group, "sum_scatter")._backend.sum_scatter(_as_array(x, "sum_scatter"))
+    """Sum `x` over the group and give rank r the r-th of `size` equal parts of the first axis
+    (which the group size must divide)."""
+    g = _group(group, "sum_scatter")
+    x = _as_array(x, "sum_scatter")
+    n = g.size()
+    if n == 1:
+        return x
+    if x.ndim == 0 or x.shape[0] % n:
+        raise ValueError(f"[sum_scatter] Invalid shape={x.shape} for a group of size {n}. The "
+                         "first dimension (axis 0) must be divisible by the group size.")
+    return bind(P.ReduceScatter(g._gid), (x,))
 
 
 def send(x: ArrayLike, dst: int, *, group: Optional[Group] = None,
          stream: StreamOrDevice = None) -> array:
-    """Send `x` to rank `dst`; returns an array to evaluate to perform the send."""
+    """Send `x` to rank `dst` when the result (equal to `x`) is evaluated."""
     g = _group(group, "send")
     x = _as_array(x, "send")
-    return g._backend.send(x, _rank_arg(dst, g, "dst", "send"))
+    dst = _rank_arg(dst, g, "dst", "send")
+    return bind(P.Send(g._gid, dst, P.next_uid()), (x,))
 
 
 def recv(shape: Sequence[int], dtype: Dtype, src: int, *, group: Optional[Group] = None,
          stream: StreamOrDevice = None) -> array:
-    """Receive an array of `shape` and `dtype` from rank `src`."""
+    """Receive an array of `shape` and `dtype` from rank `src` when it is evaluated."""
     g = _group(group, "recv")
     if isinstance(shape, int):
         shape = (shape,)
@@ -289,7 +417,8 @@ def recv(shape: Sequence[int], dtype: Dtype, src: int, *, group: Optional[Group]
         raise TypeError(f"[recv] shape must be a sequence of ints, got {shape!r}.") from None
     if not isinstance(dtype, Dtype):
         raise TypeError(f"[recv] dtype must be an mx.Dtype, got {dtype!r}.")
-    return g._backend.recv(shape, dtype, _rank_arg(src, g, "src", "recv"))
+    src = _rank_arg(src, g, "src", "recv")
+    return bind(P.Recv(g._gid, src, shape, dtype, P.next_uid()), ())
 
 
 def recv_like(x: ArrayLike, src: int, *, group: Optional[Group] = None,
@@ -297,50 +426,3 @@ def recv_like(x: ArrayLike, src: int, *, group: Optional[Group] = None,
     """Receive an array shaped and typed like `x` from rank `src`."""
     x = _as_array(x, "recv_like")
     return recv(x.shape, x.dtype, src, group=group, stream=stream)
-
-
-# -- nn.utils.average_gradients ----------------------------------------------------------------
-def average_gradients(gradients: Any, group: Optional[Group] = None,
-                      all_reduce_size: int = 32 * 1024 ** 2,
-                      communication_stream=None) -> Any:
-    """Average a tree of gradients over the processes of `group` (MLX's
-    `mlx.nn.utils.average_gradients`). Small arrays of one dtype are concatenated into chunks
-    of at least `all_reduce_size` bytes, one all_sum per chunk (<= 0: one all_sum per array).
-    With a group of size 1 the gradients come back unchanged (the same object)."""
-    from . import ops  # noqa: PLC0415  (the ops layer, imported lazily to keep import light)
-
-    group = _group(group, "average_gradients")
-    n = group.size()
-    if n == 1:
-        return gradients
-
-    def avg(x):
-        return all_sum(x, group=group, stream=communication_stream) / n
-
-    if all_reduce_size <= 0:
-        return T.tree_map(avg, gradients)
-    flat = T.tree_flatten(gradients)
-    if not flat:
-        return gradients
-    keys = [k for k, _ in flat]
-    shapes = [g.shape for _, g in flat]
-    sizes = [g.size for _, g in flat]
-    dtypes = [g.dtype for _, g in flat]
-    if not all(dt == dtypes[0] for dt in dtypes):
-        return average_gradients(gradients, group, 0, communication_stream)
-    groups, cur, cur_bytes = [], [], 0
-    for i in range(len(keys)):
-        cur.append(i)
-        cur_bytes += sizes[i] * dtypes[0].size
-        if cur_bytes >= all_reduce_size:
-            groups.append(cur)
-            cur, cur_bytes = [], 0
-    if cur:
-        groups.append(cur)
-    out = []
-    for grp in groups:
-        idx = reduce(lambda acc, j: acc + [acc[-1] + sizes[j]], grp, [0])
-        big = avg(ops.concatenate([flat[i][1].reshape(-1) for i in grp]))
-        parts = ops.split(big, idx[1:-1])
-        out.extend((keys[j], parts[i].reshape(shapes[j])) for i, j in enumerate(grp))
-    return T.tree_unflatten(out)

@@ -1,7 +1,8 @@
 """`mx.distributed`: MLX's communication API (re-exported from braze._src.distributed).
 
-Single process by default: `init()` returns a group of size 1 whose collectives return their
-input; see braze/_src/distributed.py for the backend interface a multi-process backend fills.
+Under `mpirun` (or `python -m braze.launch -n N`) with mpi4py installed, `init()` returns the
+world group and the collectives are lazy primitives over MPI; otherwise a group of size 1 whose
+collectives return their input. docs/distributed.md has the details.
 """
 from braze._src.distributed import (  # noqa: F401
     Group,

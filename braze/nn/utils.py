@@ -1,15 +1,17 @@
-"""`nn.value_and_grad`, `nn.checkpoint` and `nn.average_gradients` (MLX's `mlx.nn.utils`)."""
+"""`nn.value_and_grad`, `nn.checkpoint`, `nn.average_gradients` and `clip_grad_norm_sharded`
+(MLX's `mlx.nn.utils`)."""
 from __future__ import annotations
 
+import itertools
 from functools import wraps
 from typing import Any, Callable, Optional
 
 import braze.core as mx
-from braze.utils import tree_map
+from braze.utils import tree_flatten, tree_map, tree_reduce, tree_unflatten
 
 from .layers.base import Module
 
-__all__ = ["value_and_grad", "checkpoint", "average_gradients"]
+__all__ = ["value_and_grad", "checkpoint", "average_gradients", "clip_grad_norm_sharded"]
 
 
 def value_and_grad(model: Module, fn: Callable) -> Callable:
@@ -59,24 +61,56 @@ def checkpoint(module: Module, fn: Optional[Callable] = None) -> Callable:
     return wrapped
 
 
+def _buckets(sizes, itemsize, bucket_bytes):
+    """Consecutive index groups of at least `bucket_bytes` bytes each (the last may be less)."""
+    groups, cur, nbytes = [], [], 0
+    for i, n in enumerate(sizes):
+        cur.append(i)
+        nbytes += n * itemsize
+        if nbytes >= bucket_bytes:
+            groups.append(cur)
+            cur, nbytes = [], 0
+    return groups + [cur] if cur else groups
+
+
 def average_gradients(gradients: Any, group: Optional[mx.distributed.Group] = None,
                       all_reduce_size: int = 32 * 1024**2,
                       communication_stream: Optional[mx.Stream] = None) -> Any:
     """Average `gradients` over the processes of `group` (default: `mx.distributed.init()`).
 
-    With one process (the default group) the gradients are returned unchanged. Otherwise each
-    gradient is summed with `mx.distributed.all_sum` and divided by the group size.
-    (`all_reduce_size`, which MLX uses to batch small gradients into one message, and
-    `communication_stream` are accepted for compatibility.)
+    With one process the gradients are returned unchanged. Otherwise, as in MLX, arrays of one
+    dtype are flattened and concatenated into buckets of at least `all_reduce_size` bytes, one
+    `mx.distributed.all_sum` per bucket (`all_reduce_size <= 0`, or mixed dtypes: one per
+    array), and divided by the group size. `communication_stream` is passed to all_sum.
     """
-    dist = getattr(mx, "distributed", None)
-    if dist is None:
-        try:
-            from braze.core import distributed as dist  # noqa: PLC0415
-        except ImportError:
-            return gradients
-    group = group or dist.init()
+    group = group or mx.distributed.init()
     n = group.size()
     if n == 1:
         return gradients
-    return tree_map(lambda g: dist.all_sum(g, group=group) / n, gradients)
+
+    def average(x):
+        return mx.distributed.all_sum(x, group=group, stream=communication_stream) / n
+
+    flat = tree_flatten(gradients)
+    if all_reduce_size <= 0 or len({g.dtype for _, g in flat}) > 1:
+        return tree_map(average, gradients)
+    if not flat:
+        return gradients
+    out = []
+    for idx in _buckets([g.size for _, g in flat], flat[0][1].dtype.size, all_reduce_size):
+        bucket = average(mx.concatenate([flat[i][1].reshape(-1) for i in idx]))
+        cuts = list(itertools.accumulate(flat[i][1].size for i in idx[:-1]))
+        for i, part in zip(idx, mx.split(bucket, cuts)):
+            out.append((flat[i][0], part.reshape(flat[i][1].shape)))
+    return tree_unflatten(out)
+
+
+def clip_grad_norm_sharded(gradients: Any, max_norm: float,
+                           group: Optional[mx.distributed.Group] = None):
+    """Clip the global norm of gradients sharded over `group` (MLX's
+    `mlx.nn.utils.clip_grad_norm_sharded`): the squared norms of each rank's shard are summed
+    over the group. Returns the rescaled local gradients and the global norm."""
+    local = tree_reduce(lambda acc, g: acc + g.square().sum(), gradients, 0.0)
+    norm = mx.sqrt(mx.distributed.all_sum(local, group=group))
+    scale = mx.minimum(max_norm / (norm + 1e-6), 1.0)
+    return tree_map(lambda g: g * scale, gradients), norm

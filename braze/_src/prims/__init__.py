@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     core,
     creation,
     custom_kernel,
+    distributed,
     fft,
     indexing,
     io,
