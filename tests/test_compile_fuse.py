@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import braze.core as mx
 from braze._src import backends, scheduler
-from braze._src.array import array
+from braze._src.array import node
 from braze._src.compile.compiled import Compiled
 from braze._src.compile.fuse import MAX_ARRAYS, MAX_DEPTH, fuse
 from braze._src.compile.tape import Tape
@@ -27,7 +27,7 @@ from braze._src.prims.base import bind
 
 # -- helpers ------------------------------------------------------------------------------------
 def placeholder(shape, dtype=mx.float32):
-    p = array._node(tuple(shape), dtype, None, ())
+    p = node(tuple(shape), dtype, None, ())
     p._tracer = True
     return p
 

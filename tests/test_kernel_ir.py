@@ -10,7 +10,7 @@ import pytest
 
 import braze.core as mx
 from braze._src import config
-from braze._src.array import array
+from braze._src.array import node
 from braze._src.backends import NumpyBackend, get, registered
 from braze._src.compile.compiled import Compiled
 from braze._src.compile.fuse import fuse
@@ -23,7 +23,7 @@ from braze._src.prims.unary import EXP
 
 
 def _ph(shape, dt=mx.float32):
-    p = array._node(tuple(shape), dt, None, ())
+    p = node(tuple(shape), dt, None, ())
     p._tracer = True
     return p
 

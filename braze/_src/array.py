@@ -320,9 +320,6 @@ def node_group(avals, prim, inputs, tracer=False) -> tuple:
     return outs
 
 
-#: `node` for code that holds only the class
-array._node = staticmethod(node)
-
 
 class _Exported:
     """The base of an ndarray handed out by `__array__`/`__buffer__`: it holds the braze array

@@ -37,7 +37,7 @@ import sys
 import numpy as np
 
 from .. import dtypes as D
-from ..array import TraceState, array
+from ..array import TraceState, array, node
 from ..graph import _letters
 from ..prims.base import REGISTRY, Primitive, bind
 from ..prims.core import Copy
@@ -591,7 +591,7 @@ def _rebuild(rec, consts) -> _Function:
     if not all(isinstance(k, str) for k in keys) or keys != sorted(set(keys)):
         raise ValueError("bad keyword names")
     avals = args + [(s, d) for _, s, d in kwargs]
-    inputs = [array._node(s, d, None, ()) for s, d in avals]
+    inputs = [node(s, d, None, ()) for s, d in avals]
     vals, nodes = list(inputs), []
     for n in rec["nodes"]:
         prim = decode_primitive(n["p"])
@@ -600,7 +600,7 @@ def _rebuild(rec, consts) -> _Function:
         got = [(tuple(s), d) for s, d in prim.abstract_eval(*ins)]
         if got != stored:
             raise ValueError(f"{prim.name} gives {got}, the file says {stored}")
-        outs = [array._node(s, d, prim, ins) for s, d in got]
+        outs = [node(s, d, prim, ins) for s, d in got]
         if len(outs) > 1:
             group = tuple(outs)
             for i, o in enumerate(outs):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..array import array
+from ..array import node
 from .compiled import Compiled
 from .kernel_ir import IRInput, IROp, KernelIR
 from .tape import Tape, consumers, replace_input
@@ -163,7 +163,7 @@ def _grow(root, cache, uses, output_map, keep):
 
 def _split(a, uses, keep):
     """A copy of broadcast `a` for its consumers inside the region; the others keep `a`."""
-    b = array._node(a._shape, a._dtype, a._prim, a._inputs)
+    b = node(a._shape, a._dtype, a._prim, a._inputs)
     b._tracer = a._tracer
     keep.append(b)
     mine = uses.inner.pop(id(a), {})
@@ -216,7 +216,7 @@ def compiled_nodes(ir, inputs, old_outputs) -> list:
     """The output nodes (siblings) of a new `Compiled` node for `ir`, one per old output."""
     prim = Compiled(ir)
     ins = tuple(inputs)
-    outs = [array._node(o._shape, o._dtype, prim, ins) for o in old_outputs]
+    outs = [node(o._shape, o._dtype, prim, ins) for o in old_outputs]
     if len(outs) > 1:
         t = tuple(outs)
         for k, o in enumerate(outs):

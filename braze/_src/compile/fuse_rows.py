@@ -30,7 +30,7 @@ import heapq
 import numpy as np
 
 from .. import dtypes as D
-from ..array import array
+from ..array import array, node
 from ..prims.binary import ADD, DIVIDE, EQUAL, SELECT, SUBTRACT
 from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
@@ -103,7 +103,7 @@ def _const(value, dt):
 
 
 def _mk(prim, inputs, shape, dtype, tracer):
-    a = array._node(shape, dtype, prim, tuple(inputs))
+    a = node(shape, dtype, prim, tuple(inputs))
     a._tracer = tracer
     return a
 

@@ -9,7 +9,7 @@ inputs goes through `set_inputs` / `replace_input` / `rewire`, which keep the co
 """
 from __future__ import annotations
 
-from ..array import array
+from ..array import node
 
 
 class Tape:
@@ -64,7 +64,7 @@ class Tape:
                 continue
             group = a._siblings if a._siblings is not None else (a,)
             ins = tuple(new.get(id(x), x) for x in a._inputs)
-            copies = tuple(array._node(s._shape, s._dtype, s._prim, ins) for s in group)
+            copies = tuple(node(s._shape, s._dtype, s._prim, ins) for s in group)
             if len(copies) > 1:
                 for i, c in enumerate(copies):
                     c._siblings = copies

@@ -14,7 +14,7 @@ from typing import List, Optional
 import numpy as np
 
 from .. import dtypes as D
-from ..array import TraceState, array, overwrite_descriptor
+from ..array import TraceState, array, node, overwrite_descriptor
 from ..memory import check_allocation
 from ..prims import binary as B
 from ..prims import unary as U
@@ -75,7 +75,6 @@ def _named(fn, name, doc):
 
 
 # -- unary op factories -----------------------------------------------------------------------
-_new = object.__new__
 _BOOL = D.bool_
 
 
@@ -94,19 +93,7 @@ def _bind1(prim, a, same):
     shape and dtype (the table's abstract_eval, skipped)."""
     if TraceState.depth or not same:
         return bind(prim, (a,))
-    out = _new(array)
-    out._shape = a._shape
-    out._dtype = a._dtype
-    out._data = None
-    out._prim = prim
-    out._inputs = (a,)
-    out._siblings = None
-    out._idx = 0
-    out._mem = 0
-    out._tracer = False
-    out._nc = 0
-    a._nc += 1
-    return out
+    return node(a._shape, a._dtype, prim, (a,))
 
 
 def _math(prim, name, doc, complex_ok=True):
@@ -355,8 +342,8 @@ def _binary(prim, name, doc):
 
 
 def _emit2(prim, a, b, kind, abstract):
-    """bind(prim, (a, b)) for operands of one shape and dtype, `bind` inlined outside traces
-    (`kind` from `_result_kind`)."""
+    """bind(prim, (a, b)) for operands of one shape and dtype, its abstract_eval skipped
+    outside traces (`kind` from `_result_kind`)."""
     if TraceState.depth:
         return bind(prim, (a, b))
     if kind == "same":
@@ -368,20 +355,7 @@ def _emit2(prim, a, b, kind, abstract):
         if len(avals) != 1:  # pragma: no cover
             return bind(prim, (a, b))
         shape, dtype = avals[0]
-    out = _new(array)
-    out._shape = shape
-    out._dtype = dtype
-    out._data = None
-    out._prim = prim
-    out._inputs = (a, b)
-    out._siblings = None
-    out._idx = 0
-    out._mem = 0
-    out._tracer = False
-    out._nc = 0
-    a._nc += 1
-    b._nc += 1
-    return out
+    return node(shape, dtype, prim, (a, b))
 
 
 def _binary_float(prim, name, doc, complex_ok=True):
