@@ -15,7 +15,7 @@ LAYERS = [
     {"_src.random", "_src.distributed", "_src.io"},
     {"_src.compile"},
     {"_src.backends"},
-    {"core", "utils", "nn", "optimizers", "demo"},
+    {"core", "utils", "nn", "optimizers", "demo", "launch"},
 ]
 
 
