@@ -119,6 +119,21 @@ def test_a_worker_that_never_runs_costs_the_caller_nothing():
     np.testing.assert_array_equal(out, x * 2)
 
 
+def test_a_split_that_does_not_gain_backs_off():
+    """Measured, not assumed: when the workers do not help (here: never scheduled), the
+    kernel's next launches run on the calling thread alone."""
+    def kernel(start, stop):
+        time.sleep((stop - start) * 1e-7)
+
+    pool = threads.Pool()
+    pool._workers = [_NeverServed()]
+    threads._COST[kernel] = 1e-7  # 2 ms for the launch below: worth a split
+    with _threads(2):
+        assert pool.run(kernel, 20_000, ()) == 2
+        assert pool.run(kernel, 20_000, ()) == 1
+    assert threads._BACKOFF[kernel][0] >= 1
+
+
 def test_interrupted_launch_waits_for_the_chunk_in_flight():
     """An interrupt while a worker runs a chunk: the launch returns (raising) only after the
     worker has finished writing, and claims no further chunk."""

@@ -10,8 +10,10 @@ worker on it simply claims fewer chunks (or none) and the caller does the rest.
 Whether a launch is split is decided from its measured cost: the first launch of a kernel
 times a probe chunk on the calling thread, every unsplit launch updates the kernel's time per
 element, and a launch is split when its expected single-thread time is at least
-`split_cost()` seconds (the point where a second thread gains, docs/kernels.md). Chunks are
-sized in time too (`_chunk_items`), so the last chunk a worker holds costs the caller little.
+`split_cost()` seconds (the point where a second thread gains, docs/kernels.md) and its last
+split gained (`_judge`: on a machine whose other cores are busy a split costs more than it
+saves, and the kernel runs alone for a while). Chunks are sized in time too (`_chunk_items`),
+so the last chunk a worker holds costs the caller little.
 
 An interrupt (Ctrl-C) while a launch runs stops further claims and waits for the chunks in
 flight before it propagates: no buffer of the launch is released while a worker writes to it.
@@ -37,7 +39,13 @@ PROBE_ITEMS = 1 << 16
 CHUNK_MIN = 40e-6
 CHUNKS_PER_THREAD = 8
 
+#: a split launch must take at most this fraction of its expected single-thread time
+GAIN = 0.85
+#: launches a kernel runs alone at most after its splits stopped gaining
+MAX_BACKOFF = 1024
+
 _COST: dict = {}  # kernel -> measured seconds per element on one thread
+_BACKOFF: dict = {}  # kernel -> [unsplit launches left, length of the next backoff]
 
 
 def split_cost() -> float:
@@ -45,8 +53,8 @@ def split_cost() -> float:
 
 
 def set_split_cost(seconds: float) -> float:
-    """Set the split threshold (0: split every launch of at least MIN_ITEMS elements, which
-    the tests use); returns the previous one."""
+    """Set the split threshold (0: split every launch of at least MIN_ITEMS elements, gain
+    or not, which the tests use); returns the previous one."""
     prev = _split_cost[0]
     _split_cost[0] = float(seconds)
     return prev
@@ -113,16 +121,13 @@ class _Launch:
             if not self.running:
                 self.cv.notify_all()
 
-    def work(self) -> int:
-        """Claim and run chunks until none is left; returns the indices this thread ran (fn
-        and args are read only while a claim is held: the caller drops them once the launch
-        is over)."""
-        ran = 0
+    def work(self) -> None:
+        """Claim and run chunks until none is left (fn and args are read only while a claim
+        is held: the caller drops them once the launch is over)."""
         while True:
             lo = self.claim()
             if lo < 0:
-                return ran
-            ran += min(self.n, lo + self.step) - lo
+                return
             try:
                 self.fn(lo, min(self.n, lo + self.step), *self.args)
             except Exception as e:  # pragma: no cover - kernels do not raise
@@ -201,21 +206,25 @@ class Pool:
             cost = _COST[fn]
         nt = num_threads()
         work = (n - start) * unit * cost
-        if nt <= 1 or work < _split_cost[0] or n - start < 2:
+        if nt <= 1 or n - start < 2 or work < _split_cost[0] or (
+                _split_cost[0] and _backing_off(fn)):
             if start < n:
                 _measure(fn, start, n, args, unit)
             return 1
         step = _chunk_items(n - start, unit, cost, work, nt)
         nt = min(nt, -(-(n - start) // step))
+        t0 = time.perf_counter()
+        self._split(fn, args, start, n, step, nt)
+        _judge(fn, time.perf_counter() - t0, work)
+        return nt
+
+    def _split(self, fn, args, start, n, step, nt) -> None:
         launch = _Launch(fn, args, start, n, step)
         for w in self._ensure(nt - 1):
             w.post(launch)
         self.launches += 1
         try:
-            t0 = time.perf_counter()
-            ran = launch.work()  # the caller's own chunks time the kernel too
-            if ran:
-                _record(fn, time.perf_counter() - t0, ran * unit)
+            launch.work()
             launch.join()
         except BaseException:
             launch.cancel()
@@ -224,7 +233,27 @@ class Pool:
             launch.fn = launch.args = None
         if launch.error is not None:  # pragma: no cover
             raise launch.error
-        return nt
+
+
+def _backing_off(fn) -> bool:
+    """Whether `fn` runs alone this time: its last split did not gain (see `_judge`)."""
+    b = _BACKOFF.get(fn)
+    if b is None or not b[0]:
+        return False
+    b[0] -= 1
+    return True
+
+
+def _judge(fn, seconds, work) -> None:
+    """After a split launch: when it did not gain (the other cores are busy, or the kernel is
+    cheaper than measured), the kernel runs alone for a while, twice as long each time, and
+    its unsplit launches re-measure it; a split that gains ends the backoff."""
+    if seconds <= GAIN * work:
+        _BACKOFF.pop(fn, None)
+        return
+    b = _BACKOFF.setdefault(fn, [0, 2])
+    b[0] = b[1]
+    b[1] = min(2 * b[1], MAX_BACKOFF)
 
 
 def _chunk_items(n, unit, cost, work, nt) -> int:
