@@ -192,6 +192,13 @@ def test_mpi_needs_a_launcher(monkeypatch):
     assert mx.distributed.init(backend="mpi").size() == 1
 
 
+def test_warns_when_launched_but_no_backend_starts(clean_distributed, monkeypatch):
+    monkeypatch.setenv("PMI_SIZE", "2")
+    D.register_backend("broken", lambda: (_ for _ in ()).throw(RuntimeError("no mpi4py")))
+    with pytest.warns(RuntimeWarning, match="one of 2 started by mpirun.*no mpi4py"):
+        assert mx.distributed.init().size() == 1
+
+
 def test_all_gather_factory_is_jaccl_only():
     with pytest.raises(ValueError, match="jaccl"):
         mx.distributed.init(backend="ring", all_gather_factory=lambda r, n: None)

@@ -30,7 +30,7 @@ TIMEOUT = {2: 90, 4: 120}  # seconds for the whole launch (first kernel builds i
 def run_cases(n: int, cases: tuple) -> tuple:
     """Per rank, {case: "ok" or the traceback} of one `mpirun -n n` launch."""
     with tempfile.TemporaryDirectory() as out:
-        env = dict(os.environ, BRAZE_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
+        env = dict(os.environ, BRAZE_NUM_THREADS="1", NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
         cmd = [MPIRUN, "-n", str(n), sys.executable, os.path.join(HERE, "mpi_cases.py"), out,
                *cases]
         try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+import warnings
 from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
@@ -311,9 +312,21 @@ def init(strict: bool = False, backend: str = "any", *,
         if strict:
             why = f" ({'; '.join(errors)})" if errors else " (no multi-process backend installed)"
             raise RuntimeError(f"[distributed] Couldn't initialize any backend{why}")
+        _warn_if_launched(errors)
         if _GLOBAL is None:
             _GLOBAL = Group._make(SingletonBackend())
         return _GLOBAL
+
+
+def _warn_if_launched(errors):
+    """mpirun started several processes but none can join them (mpi4py missing, say): each
+    would silently train alone."""
+    sizes = [os.environ.get(v, "") for v in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")]
+    n = max([int(v) for v in sizes if v.isdigit()] or [1])
+    if n > 1:
+        warnings.warn(f"[distributed] This process is one of {n} started by mpirun, but no "
+                      f"backend could start ({'; '.join(errors)}): it runs alone.",
+                      RuntimeWarning, stacklevel=3)
 
 
 def _group(group, op: str) -> Group:
