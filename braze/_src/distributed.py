@@ -27,6 +27,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
+from . import memory
 from .array import array
 from .dtypes import Dtype, bfloat16
 from .ops._typing import ArrayLike, StreamOrDevice
@@ -98,6 +99,13 @@ class SingletonBackend(Backend):
 _WIDEN = (np.dtype(np.float16), bfloat16.np_dtype)
 
 
+def _widened(x: np.ndarray) -> np.ndarray:
+    """x in float32, in a buffer from braze's buffer cache (fresh pages cost more than MPI)."""
+    wide = memory.empty(x.shape, np.float32)
+    np.copyto(wide, x)
+    return wide
+
+
 def _lex_fold(stacked: np.ndarray, reduce_type: str) -> np.ndarray:
     """MLX's complex max/min: by real part, then imaginary part."""
     acc = stacked[0].copy()
@@ -138,7 +146,7 @@ class MPIBackend(Backend):
 
     def all_reduce(self, x, out, reduce_type):
         if x.dtype in _WIDEN:
-            wide = x.astype(np.float32)
+            wide = _widened(x)
             self._comm.Allreduce(self._mpi.IN_PLACE, wide, self._op(reduce_type, wide.dtype))
             out[...] = wide
         elif x.dtype == np.complex64 and reduce_type != "sum":
@@ -151,17 +159,17 @@ class MPIBackend(Backend):
         return [x.reshape(-1).view(np.uint8), self._mpi.BYTE]
 
     def all_gather(self, x):
-        out = np.empty((self._size,) + x.shape, x.dtype)
+        out = memory.empty((self._size,) + x.shape, x.dtype)
         self._comm.Allgather(self._bytes(x), self._bytes(out))
         return out
 
     def sum_scatter(self, x):
         shape = (x.shape[0] // self._size,) + x.shape[1:]
         if x.dtype in _WIDEN:
-            part = np.empty(shape, np.float32)
-            self._comm.Reduce_scatter_block(x.astype(np.float32), part, self._mpi.SUM)
+            part = memory.empty(shape, np.float32)
+            self._comm.Reduce_scatter_block(_widened(x), part, self._mpi.SUM)
             return part.astype(x.dtype)
-        part = np.empty(shape, x.dtype)
+        part = memory.empty(shape, x.dtype)
         self._comm.Reduce_scatter_block(x, part, self._op("sum", x.dtype))
         return part
 
@@ -169,7 +177,7 @@ class MPIBackend(Backend):
         self._comm.Send(self._bytes(x), dest=dst, tag=0)
 
     def recv(self, shape, dtype, src):
-        out = np.empty(shape, dtype)
+        out = memory.empty(shape, dtype)
         self._comm.Recv(self._bytes(out), source=src, tag=self._mpi.ANY_TAG)
         return out
 
