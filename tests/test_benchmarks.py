@@ -117,3 +117,59 @@ def test_compile_latency_tiny(tmp_path, capsys):
     for r in recs:
         assert r["ops"] > 0 and r["kernels"] > 0 and r["passes"] >= r["fuse"] >= 0
     assert "pass/k" in capsys.readouterr().out
+
+
+# -- benchmarks/programs.py -------------------------------------------------------------------
+def test_programs_quick_braze_mlp(tmp_path, capsys):
+    """One tiny program on braze only, warm, in a child process (as the script runs it)."""
+    prog = _load("programs")
+    out = tmp_path / "programs.jsonl"
+    rc = prog.main(["--quick", "--programs", "mlp", "--libs", "braze", "--conditions", "warm",
+                    "--min-time", "0.1", "--json", str(out)])
+    assert rc == 0
+    recs = _records(out)
+    meta = [r for r in recs if r["kind"] == "meta"]
+    assert len(meta) == 1 and len(meta[0]["load_start"]) == 3 and len(meta[0]["load_end"]) == 3
+    (res,) = [r for r in recs if r["kind"] == "result"]
+    assert res["status"] == "ok", res
+    assert (res["lib"], res["program"], res["condition"]) == ("braze", "mlp", "warm")
+    assert res["phases"]["step"]["rate"] > 0 and res["samples"] >= 2
+    text = capsys.readouterr().out
+    assert "program (warm)" in text and "load average at start" in text and "mlp" in text
+
+
+def test_programs_table_targets_and_plot(tmp_path, capsys):
+    """The table, the targets and the plot from made-up records (no child process)."""
+    prog = _load("programs")
+    res = prog.Results()
+
+    def rec(lib, cond, rate, program="mlp", size=""):
+        phases = ({"prefill": {"rate": rate}, "decode": {"rate": rate / 10}}
+                  if program == "llm" else {"step": {"rate": rate}})
+        res.add({"program": program, "size": size, "lib": lib, "condition": cond,
+                 "status": "ok", "phases": phases})
+
+    rec("braze", "warm", 30.0), rec("mlx", "warm", 10.0), rec("braze", "busy", 20.0)
+    rec("braze", "cold", 1.0), rec("mlx", "cold", 2.0)
+    rec("braze", "warm", 100.0, "llm", "tiny"), rec("mlx", "warm", 100.0, "llm", "tiny")
+    res.add({"program": "cnn", "size": "", "lib": "braze", "condition": "warm",
+             "status": "error", "error": "boom"})
+    rows = prog.rows_of(["mlp", "llm", "cnn"], ["tiny"])
+    assert rows == [("mlp", None), ("llm", "tiny"), ("cnn", None)]
+    prog.print_tables(res, rows, ["braze", "mlx"], ["warm", "cold", "busy"])
+    text = capsys.readouterr().out
+    assert "3.00×" in text and "0.50×" in text and "llm-tiny decode" in text
+    assert "error" in text  # the failing cell
+    lines, misses = prog.targets(res, rows, ["warm", "cold", "busy"])
+    assert any("mlp" in m and "cold 0.50" in m for m in misses)
+    assert any("mlp" in m and "busy 1.50" in m for m in misses)
+    assert any("llm-tiny prefill" in m and "warm 1.00" in m for m in misses)
+    assert not any("mlp: warm" in m for m in misses)
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "r.png"
+    assert prog.plot(res, rows, ["warm", "cold"], str(png)) and png.stat().st_size > 1000
+
+
+def test_programs_unknown_program_is_an_error():
+    with pytest.raises(SystemExit):
+        _load("programs").main(["--programs", "nope"])
