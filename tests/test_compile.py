@@ -705,9 +705,9 @@ def test_debug_1_explains_misses(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 5
     assert "fun" in err[0] and "first call" in err[0]
-    assert "args[0]: shape (2, 3) -> (2, 4)" in err[1]
+    assert "x: shape (2, 3) -> (2, 4)" in err[1]  # named by parameter
     assert f"{HERE}:{_line_of('# CALLSITE')}" in err[1]
-    assert "args[1]: value 1.0 -> 2.0" in err[2]
+    assert "s: value 1.0 -> 2.0" in err[2]
     assert "dtype float32 -> float16" in err[3]
     assert "structure" in err[4]
     st = cf.stats()

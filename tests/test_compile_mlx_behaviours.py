@@ -500,13 +500,14 @@ def test_compile_with_constant():
     assert cf(x, 1.0).item() == 2.0
     assert cf(x, 1.0).item() == 2.0 and n[0] == 1
     assert cf(x, 2.0).item() == 3.0 and n[0] == 2
-    assert cf(x, c=2.0).item() == 3.0 and n[0] == 3  # keyword vs positional structure
+    # MLX retraces a keyword call of a positional signature; braze shares the trace (issue 16)
+    assert cf(x, c=2.0).item() == 3.0 and n[0] == 2
     cf(x, (1, 2))
     cf(x, (1, 2))
-    assert n[0] == 4
+    assert n[0] == 3
     cf(x, True)
     cf(x, [1, [2, "x"]])
-    assert n[0] == 6
+    assert n[0] == 5
 
     m = [0]
 

@@ -97,7 +97,8 @@ def test_every_call_form_hits_after_its_trace():
         _close(cf(x, y), [3.0] * 3)
         _close(cf(x, b=y), [3.0] * 3)
         _close(cf(x, y, 2.0), [6.0] * 3)
-    assert cf.stats()["traces"] == 3 and cf.stats()["hits"] == 6
+    # the keyword call shares the positional call's trace (issue 16)
+    assert cf.stats()["traces"] == 2 and cf.stats()["hits"] == 7
 
 
 def test_declared_state_is_served_by_the_same_path():

@@ -47,13 +47,25 @@ class Config:
     num_threads: int = 0
     #: warn when one compiled function has been traced more than this many times; 0: never
     compile_retrace_limit: int = 16
+    #: cache entries (traces) kept per compiled function, least recently used dropped; 0: all
+    compile_cache_size: int = 64
+    #: a compiled function that has traced once and misses the cache raises (mx.no_retrace)
+    compile_no_retrace: bool = False
+    #: print a summary of compile activity (functions, traces, kernels, time) at exit
+    compile_report: bool = False
+    #: every compiled function also runs uncompiled for its first calls and compares (as
+    #: mx.compile(check=True))
+    compile_check: bool = False
     #: threads BLAS (OpenBLAS/MKL, through threadpoolctl when installed) may use for
     #: matmul/einsum; 0: leave BLAS as it is
     blas_threads: int = 0
 
 
 _ENV = {f.name: "BRAZE_" + f.name.upper() for f in dataclasses.fields(Config)}
-_INT_KNOBS = ("debug", "num_threads", "compile_retrace_limit", "blas_threads")
+_INT_KNOBS = ("debug", "num_threads", "compile_retrace_limit", "blas_threads",
+              "compile_cache_size")
+_BOOL_KNOBS = ("disable_compile", "checks", "compile_no_retrace", "compile_report",
+               "compile_check")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -85,7 +97,7 @@ def _validate(name: str, value):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"[config] {var} must be an int >= 0, got {value!r}.")
         return value
-    if name in ("disable_compile", "checks"):
+    if name in _BOOL_KNOBS:
         if not isinstance(value, bool):
             raise TypeError(f"[config] {var} must be a bool, got {value!r}.")
         return value
@@ -122,7 +134,7 @@ def from_env(environ=None) -> Config:
         try:
             if name in _INT_KNOBS:
                 value = _parse_int(var, text)
-            elif name in ("disable_compile", "checks"):
+            elif name in _BOOL_KNOBS:
                 value = _parse_bool(var, text)
             elif name in ("compile_mode", "backend"):
                 value = text.strip().lower()

@@ -5,7 +5,13 @@ import sys as _sys
 from braze import __version__  # noqa: F401  (braze's version; MLX's mx.__version__ is MLX's)
 from braze._src.array import ARRAY_API as _ARRAY_API
 from braze._src.array import PrintOptions, array, get_printoptions, printoptions, set_printoptions  # noqa: F401
-from braze._src.compile.api import compile, disable_compile, enable_compile  # noqa: F401,A004
+from braze._src.compile.api import (  # noqa: F401,A004
+    RetraceError,
+    compile,
+    disable_compile,
+    enable_compile,
+    no_retrace,
+)
 from braze._src.compile.export import (  # noqa: F401
     FunctionExporter,
     export_function,

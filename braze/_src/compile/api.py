@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import inspect
 import itertools
 import struct
 import threading
@@ -31,6 +32,7 @@ from ..array import TraceState, array
 from ..scheduler import user_frame
 from . import diagnostics as diag
 from . import pipeline
+from .compiled import programs
 from .replay import ReplayPlan
 from .trace import (
     SiteRecorder,
@@ -42,11 +44,28 @@ from .trace import (
 )
 
 __all__ = ["compile", "disable_compile", "enable_compile", "register_implicit_state",
-           "CompiledFunction"]
+           "CompiledFunction", "no_retrace", "RetraceError"]
 
 #: a warning is issued when one compiled function has been traced more than this many times
 #: (env BRAZE_COMPILE_RETRACE_LIMIT; 0 disables the warning)
 RETRACE_LIMIT = config.get().compile_retrace_limit
+
+#: what `mx.compile(..., on_limit=)` does once a function has been traced RETRACE_LIMIT times
+ON_LIMIT = ("warn", "error", "eager")
+
+
+class RetraceError(RuntimeError):
+    """A compiled function would trace again where retracing is not allowed (`on_limit=
+    "error"` past the retrace limit, or inside `mx.no_retrace()`)."""
+
+
+@contextlib.contextmanager
+def no_retrace():
+    """Inside the block, a compiled function that has already been traced and misses the
+    cache raises `RetraceError` instead of tracing again (BRAZE_COMPILE_NO_RETRACE=1 for the
+    whole process). For tests that say "this must not recompile"."""
+    with config.override(compile_no_retrace=True):
+        yield
 
 
 # -- compile on/off -------------------------------------------------------------------------
@@ -298,9 +317,10 @@ class Signature:
     """What a cache entry is keyed on (the argument tree, each leaf's shape and dtype or a
     constant's value, the captured state), plus paths for diagnostics."""
 
-    __slots__ = ("treedef", "leaf_keys", "cap_keys", "extra", "key", "_paths", "_tree")
+    __slots__ = ("treedef", "leaf_keys", "cap_keys", "extra", "key", "_paths", "_tree",
+                 "_names")
 
-    def __init__(self, treedef, leaf_keys, cap_keys, extra, tree):
+    def __init__(self, treedef, leaf_keys, cap_keys, extra, tree, names=((), None)):
         self.treedef = treedef
         self.leaf_keys = leaf_keys
         self.cap_keys = cap_keys
@@ -308,17 +328,29 @@ class Signature:
         self.key = (treedef, leaf_keys, cap_keys, extra)
         self._paths = None
         self._tree = tree
+        self._names = names
 
     @property
     def paths(self):
+        """Each flat leaf's path, by parameter name (`x`, `batch["tokens"]`, `rest[0]`)."""
         if self._paths is None:
             args, kwargs = self._tree
             out = []
-            _paths(list(args), "args", out)
+            for i, v in enumerate(args):
+                _paths(v, _arg_name(self._names, i), out)
             for k, v in kwargs.items():
-                _paths(v, f"kwargs[{k!r}]", out)
+                _paths(v, k, out)
             self._paths = out
         return self._paths
+
+
+def _arg_name(names, i) -> str:
+    """The name of positional argument `i` given the function's (positional parameter
+    names, *args name): a position when the signature says nothing."""
+    pos, var = names
+    if i < len(pos):
+        return pos[i]
+    return f"{var}[{i - len(pos)}]" if var else f"args[{i}]"
 
 
 def _paths(tree, prefix, out):
@@ -327,9 +359,60 @@ def _paths(tree, prefix, out):
             _paths(v, f"{prefix}[{i}]", out)
     elif isinstance(tree, dict):
         for k, v in tree.items():
-            _paths(v, f"{prefix}[{k!r}]", out)
+            _paths(v, f'{prefix}["{k}"]' if isinstance(k, str) else f"{prefix}[{k!r}]", out)
     else:
         out.append(prefix)
+
+
+def _param_names(fun) -> tuple:
+    """(positional parameter names, *args name or None, names that a keyword call may pass
+    positionally) of `fun`; empty when it has no inspectable signature."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return (), None, ()
+    P = inspect.Parameter
+    pos = tuple(p.name for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD))
+    var = next((p.name for p in params if p.kind is P.VAR_POSITIONAL), None)
+    movable = tuple(p.name if p.kind is P.POSITIONAL_OR_KEYWORD else None for p in params
+                    if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD))
+    return pos, var, movable
+
+
+def _as_positional(args, kwargs, movable):
+    """A keyword call rewritten with the keywords that continue the positional arguments
+    moved into them (`f(x, y=b)` -> `f(x, b)`), so both forms share one trace."""
+    n = len(args)
+    if n >= len(movable) or movable[n] not in kwargs:
+        return args, kwargs
+    kwargs = dict(kwargs)
+    args = list(args)
+    while n < len(movable) and movable[n] in kwargs:
+        args.append(kwargs.pop(movable[n]))
+        n += 1
+    return tuple(args), kwargs
+
+
+def _function_key(fun):
+    """What the cache is keyed by: the function's id, or for a bound method (a new object at
+    each attribute access) its function's and instance's ids."""
+    self_ = getattr(fun, "__self__", None)
+    func = getattr(fun, "__func__", None)
+    if self_ is not None and func is not None:
+        return id(func), id(self_)
+    return id(fun)
+
+
+def _code_of(fun):
+    """The code object of `fun` (through bound methods and functools.partial), or None."""
+    for _ in range(8):
+        code = getattr(fun, "__code__", None)
+        if code is not None:
+            return code
+        fun = getattr(fun, "__func__", None) or getattr(fun, "func", None)
+        if fun is None:
+            return None
+    return None
 
 
 # -- the thread-local cache -------------------------------------------------------------------
@@ -363,9 +446,10 @@ def clear_cache() -> None:
 _device.register_clear_hook(clear_cache)
 
 
-def _erase(fid, caches):
+def _erase(fid, caches, record):
     """The function died: drop its entries from every thread cache it was called in (not only
     the last one: a stale entry under a reused id would be hit by a new function)."""
+    diag.note_retired(record)
     for cache in list(caches):
         cache.map.pop(fid, None)
         cache.gen += 1  # hit-path records of other wrappers of the same function go stale
@@ -373,7 +457,7 @@ def _erase(fid, caches):
 
 class Entry:
     __slots__ = ("sig", "tape", "n_out", "out_def", "out_template", "sites", "counts",
-                 "single", "_plan")
+                 "single", "hits", "_plan")
 
     def __init__(self, sig, tape, n_out, out_def, out_template, sites, counts):
         sig.paths  # noqa: B018 -- computed now, so the entry does not keep the call's arrays
@@ -381,6 +465,7 @@ class Entry:
         self.sig, self.tape, self.n_out = sig, tape, n_out
         self.out_def, self.out_template, self.sites = out_def, out_template, sites
         self.counts = counts
+        self.hits = 0
         # the function returns one bare array: the call returns the replay's first output
         self.single = (n_out == 1 and len(out_template) == 1 and out_template[0] is _OUT
                        and out_def.kind == "leaf")
@@ -432,12 +517,16 @@ def _kernel_counts(tape) -> tuple:
 class CompiledFunction:
     """What `mx.compile(fun)` returns. Calls like `fun`; `stats()` reports the cache."""
 
-    def __init__(self, fun, inputs=None, outputs=None, shapeless=False):
+    def __init__(self, fun, inputs=None, outputs=None, shapeless=False, on_limit="warn"):
+        if on_limit not in ON_LIMIT:
+            raise ValueError(f"[compile] on_limit must be one of {ON_LIMIT}, got {on_limit!r}.")
         self._fun = fun
         self._inputs = inputs
         self._outputs = outputs
         self._shapeless = bool(shapeless)
-        self._fid = id(fun)
+        self._on_limit = on_limit
+        self._fid = _function_key(fun)
+        self._names = _param_names(fun)
         self._caches = weakref.WeakSet()  # the thread caches this function has entries in
         self._memo = None  # the last call's record, see _Memo
         self._hits = 0
@@ -449,11 +538,13 @@ class CompiledFunction:
         self._name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) \
             or type(fun).__name__
         self._replay_name = self._name if self._shapeless else None  # see ReplayPlan.run
+        self._record = diag.Record(self._name, _code_of(fun))
         try:
             functools.update_wrapper(self, fun)
         except (AttributeError, TypeError):
             pass
-        weakref.finalize(self, _erase, self._fid, self._caches)
+        weakref.finalize(self, _erase, self._fid, self._caches, self._record)
+        diag.note_wrapped(self._record)
 
     def __getattr__(self, name):  # forward other attribute lookups to the function
         if name.startswith("_"):
@@ -468,11 +559,14 @@ class CompiledFunction:
         implicit = _IMPLICIT if self._inputs is None else [
             o for o in _IMPLICIT if not _declares(self._inputs, o)]
         cap, held = _read_state(self._inputs, implicit)
+        if kwargs:  # keywords that continue the positional arguments share their trace
+            args, kwargs = _as_positional(args, kwargs, self._names[2])
         real = [*args, *cap]
         memo = self._memo
         if memo is not None and not kwargs and memo.matches(real, len(args)):
             self._hits += 1
             entry, writes = memo.entry, memo.writes
+            entry.hits += 1
         else:
             found = self._lookup(args, kwargs, cap, implicit)
             if found is None:  # compile disabled, or inside a transform
@@ -507,18 +601,23 @@ class CompiledFunction:
                                  any(x._tracer for x in cap)):
             return None  # inside a transform: the function is inlined into its trace
         ckeys = tuple(("A", x._dtype, len(x._shape) if shapeless else x._shape) for x in cap)
-        sig = Signature(treedef, tuple(lkeys), ckeys, None, (args, kwargs))
+        sig = Signature(treedef, tuple(lkeys), ckeys, None, (args, kwargs), self._names[:2])
         cache = _thread_cache()
         self._caches.add(cache)
         entries = cache.map.get(self._fid)
         entry = entries.get(sig.key) if entries else None
         if entry is None:
+            if not self._may_trace(sig, entries):
+                return None  # on_limit="eager": the new signature runs uncompiled
             entry = self._trace(sig, leaves, treedef, arrays, cap, implicit, entries)
             if entries is None:
                 entries = cache.map.setdefault(self._fid, {})
-            entries[sig.key] = entry
+            self._store(entries, sig.key, entry)
         else:
             self._hits += 1
+            entry.hits += 1
+            if len(entries) > 1:
+                self._touch(entries, sig.key)
         real = arrays + cap
         if (not kwargs and not TraceState.depth and len(arrays) == len(leaves) == len(args)
                 and all(type(x) is array for x in real)):
@@ -530,9 +629,31 @@ class CompiledFunction:
             self._memo = _Memo(cache, entry, real, n, shapeless, writes)
         return entry, real
 
+    # -- the cache bound ------------------------------------------------------------------
+    def _touch(self, entries, key=None):
+        """Mark entries as the most recently used (dicts keep insertion order: the first
+        entry is the least recently used): the last call's record's, since the calls it
+        serves touch nothing, then `key`'s."""
+        memo = self._memo
+        for k in (memo.entry.sig.key if memo is not None else None, key):
+            if k is not None and k in entries:
+                entries[k] = entries.pop(k)
+
+    def _store(self, entries, key, entry):
+        """Add a traced entry, dropping the least recently used past the cache bound."""
+        self._touch(entries)
+        entries[key] = entry
+        bound = config.get().compile_cache_size
+        while bound and len(entries) > bound:
+            del entries[next(iter(entries))]
+            self._record.evictions += 1
     # -- a cache miss ---------------------------------------------------------------------
     def _trace(self, sig, leaves, treedef, arrays, cap, implicit, entries):
         self._note_miss(sig, entries)
+        return self._build(sig, leaves, treedef, arrays, cap, implicit)
+
+    def _build(self, sig, leaves, treedef, arrays, cap, implicit):
+        """A cache entry for `sig`: trace the function on placeholders, run the passes."""
         name = self._name
         t0 = time.perf_counter()
         real = arrays + cap
@@ -555,6 +676,7 @@ class CompiledFunction:
                      if id(o) in recorder.sites}
         del traced
         n = self._traces
+        t1 = time.perf_counter()
         diag.show_tape(name, n, "traced", tape, 2)
         before = _prim_counts(tape)
         tape = pipeline.run(tape, ("simplify",), name, n)
@@ -567,13 +689,50 @@ class CompiledFunction:
         counts = {"traced": before, "before_fusion": simplified,
                   "after_fusion": _prim_counts(tape), "fused_kernels": kernels,
                   "row_kernels": rows, "fused_reductions": reductions,
-                  "seconds": time.perf_counter() - t0}
+                  "trace_seconds": t1 - t0, "pass_seconds": time.perf_counter() - t1}
+        self._record.add_trace(counts["trace_seconds"], counts["pass_seconds"])
         return Entry(sig, tape, len(fun_outs), out_def, template, sites, counts)
+
+    def _may_trace(self, sig, entries) -> bool:
+        """Whether a miss may trace: raises under `no_retrace` and past the retrace limit
+        with on_limit="error"; False past it with on_limit="eager" (run uncompiled)."""
+        if not self._traces:
+            return True
+        if config.get().compile_no_retrace:
+            raise RetraceError(f"[compile] `{self._name}`{self._where()} would be traced again "
+                               f"(retracing is switched off by mx.no_retrace or "
+                               f"BRAZE_COMPILE_NO_RETRACE): {self._explain(sig, entries)[1]}.")
+        if not RETRACE_LIMIT or self._traces < RETRACE_LIMIT or self._on_limit == "warn":
+            return True
+        if self._on_limit == "error":
+            raise RetraceError(f"[compile] `{self._name}`{self._where()} reached its retrace "
+                               f"limit ({RETRACE_LIMIT}, on_limit='error'): "
+                               f"{self._explain(sig, entries)[1]}.\n{self._reason_summary()}")
+        self._record.eager_calls += 1
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"[compile] `{self._name}`{self._where()} reached its retrace limit "
+                          f"({RETRACE_LIMIT}); new signatures now run uncompiled "
+                          f"(on_limit='eager').\n{self._reason_summary()}",
+                          RuntimeWarning, stacklevel=stacklevel())
+        return False
+
+    def _explain(self, sig, entries):
+        return diag.explain_miss(sig, [e.sig for e in entries.values()] if entries else [])
+
+    def _where(self) -> str:
+        """ (defined at file:line), or nothing for a function without code."""
+        code = self._record.code
+        return f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""
+
+    def _reason_summary(self) -> str:
+        counts = ", ".join(f"{k}: {v}" for k, v in self._misses.most_common())
+        recent = "\n  ".join(self._reasons[-5:])
+        return f"Reasons: {counts}. Most recent:\n  {recent}"
 
     def _note_miss(self, sig, entries):
         """Count the miss, print it at BRAZE_DEBUG=1, warn past the retrace limit."""
-        reason, text = diag.explain_miss(sig, [e.sig for e in entries.values()]
-                                         if entries else [])
+        reason, text = self._explain(sig, entries)
         self._traces += 1
         self._misses[reason] += 1
         self._reasons.append(text)
@@ -581,17 +740,16 @@ class CompiledFunction:
         if config.get().debug >= 1:
             fname, lineno, _, _ = user_frame()
             where = f" at {fname}:{lineno}" if fname else ""
-            diag.emit(f"[compile] trace #{self._traces} of {name}{where}: {text}")
+            diag.emit(f"[compile] trace #{self._traces} of {name}{self._where()}{where}: {text}")
         if RETRACE_LIMIT and self._traces > RETRACE_LIMIT and not self._warned:
             self._warned = True
-            counts = ", ".join(f"{k}: {v}" for k, v in self._misses.most_common())
-            recent = "\n  ".join(self._reasons[-5:])
             warnings.warn(
-                f"[compile] `{name}` has been traced {self._traces} times (more than "
-                f"{RETRACE_LIMIT}); each trace costs a Python run of the function. Reasons: "
-                f"{counts}. Most recent:\n  {recent}\nIf shapes change from call to call use "
+                f"[compile] `{name}`{self._where()} has been traced {self._traces} times (more "
+                f"than {RETRACE_LIMIT}); each trace costs a Python run of the function. "
+                f"{self._reason_summary()}\nIf shapes change from call to call use "
                 "shapeless=True; pass changing Python scalars as arrays; set "
-                "BRAZE_DEBUG=1 to see every miss.", RuntimeWarning, stacklevel=stacklevel())
+                "BRAZE_DEBUG=1 to see every miss; mx.compile(..., on_limit='error' or "
+                "'eager') changes what the limit does.", RuntimeWarning, stacklevel=stacklevel())
 
     def _run_on(self, args, kwargs, cap, cap_ph, implicit):
         """Call the function on placeholders, with `cap_ph` standing in for the captured
@@ -641,33 +799,77 @@ class CompiledFunction:
             RuntimeWarning, stacklevel=stacklevel())
 
     # -- diagnostics ------------------------------------------------------------------------
-    def stats(self) -> dict:
-        """hits, misses by reason, traces, and for the traces cached in this thread: the number
-        of fused kernels (`row_kernels` of them with reductions, holding `fused_reductions`
-        reductions) and of primitives before and after fusion."""
-        entries = _thread_cache().map.get(self._fid, {})
+    def _entries(self) -> dict:
+        return _thread_cache().map.get(self._fid, {})
+
+    def stats(self) -> diag.CompileStats:
+        """The cache's activity and what the traces became: a `CompileStats` (attributes, or
+        dict-style `stats()["hits"]`); see docs/compile.md, "Diagnostics"."""
+        entries = self._entries().values()
         before, after = collections.Counter(), collections.Counter()
-        kernels = row_kernels = fused_reductions = 0
-        for e in entries.values():
+        for e in entries:
             before.update(e.counts["before_fusion"])
             after.update(e.counts["after_fusion"])
-            kernels += e.counts["fused_kernels"]
-            row_kernels += e.counts["row_kernels"]
-            fused_reductions += e.counts["fused_reductions"]
-        return {
-            "hits": self._hits,
-            "misses": dict(self._misses),
-            "traces": self._traces,
-            "cached_entries": len(entries),
-            "fused_kernels": kernels,
-            "row_kernels": row_kernels,
-            "fused_reductions": fused_reductions,
-            "primitives_before_fusion": sum(before.values()),
-            "primitives_after_fusion": sum(after.values()),
-            "primitive_counts_before_fusion": dict(before),
-            "primitive_counts_after_fusion": dict(after),
-            "miss_reasons": list(self._reasons),
-        }
+        progs = [p for ir in _irs(e.tape for e in entries) for p in programs(ir)]
+        rec = self._record
+        return diag.CompileStats(
+            hits=self._hits, misses=dict(self._misses), traces=self._traces,
+            miss_reasons=list(self._reasons), evictions=rec.evictions,
+            eager_calls=rec.eager_calls, trace_seconds=rec.trace_seconds,
+            pass_seconds=rec.pass_seconds, cached_entries=len(entries),
+            fused_kernels=sum(e.counts["fused_kernels"] for e in entries),
+            row_kernels=sum(e.counts["row_kernels"] for e in entries),
+            fused_reductions=sum(e.counts["fused_reductions"] for e in entries),
+            primitives_before_fusion=sum(before.values()),
+            primitives_after_fusion=sum(after.values()),
+            primitive_counts_before_fusion=dict(before),
+            primitive_counts_after_fusion=dict(after),
+            kernel_builds=sum(p.how == "built" for p in progs),
+            disk_loads=sum(p.how == "disk" for p in progs),
+            kernel_build_seconds=sum(p.seconds for p in progs),
+            call_overhead_us=self._call_overhead())
+
+    def _call_overhead(self):
+        return None  # the plain call path is not timed (see _TimedCompiledFunction)
+
+    def cache_info(self) -> list:
+        """The calling thread's cache entries, least recently used first: each entry's
+        readable signature, hits, trace and pass seconds and fused kernels."""
+        return [diag.CacheEntryInfo(diag.describe_signature(e.sig), e.hits,
+                                    e.counts["trace_seconds"], e.counts["pass_seconds"],
+                                    e.counts["fused_kernels"])
+                for e in self._entries().values()]
+
+
+def _irs(tapes) -> list:
+    """The distinct fused regions (KernelIRs) of `tapes`."""
+    seen = {}
+    for tape in tapes:
+        for a in tape.nodes:
+            ir = getattr(a._prim, "ir", None)
+            if ir is not None:
+                seen.setdefault(ir.key, ir)
+    return list(seen.values())
+
+
+class _TimedCompiledFunction(CompiledFunction):
+    """A compiled function whose calls are timed (BRAZE_COMPILE_REPORT=1): a class of its own
+    so the plain call path pays nothing for it."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._times = collections.deque(maxlen=100)
+
+    def __call__(self, *args, **kwargs):
+        traces, t0 = self._traces, time.perf_counter()
+        out = CompiledFunction.__call__(self, *args, **kwargs)
+        if self._traces == traces:  # a trace is not call overhead
+            self._times.append(time.perf_counter() - t0)
+        return out
+
+    def _call_overhead(self):
+        t = self._times
+        return sum(t) / len(t) * 1e6 if t else None
 
 
 _OUT = object()  # marks an array position in a stored output template
@@ -723,7 +925,8 @@ def _declares(tree, obj) -> bool:
     return False
 
 
-def compile(fun=None, inputs=None, outputs=None, shapeless=False):  # noqa: A001
+def compile(fun=None, inputs=None, outputs=None, shapeless=False, *,  # noqa: A001
+            on_limit="warn"):
     """Return a compiled version of `fun` (MLX's `mx.compile`).
 
     The first call with a new input signature *traces* `fun`: it runs once on placeholder
@@ -752,38 +955,53 @@ def compile(fun=None, inputs=None, outputs=None, shapeless=False):  # noqa: A001
             ndim are): one trace serves every size and each node's shape is re-inferred per
             call. Ops whose output shape is baked from trace-time sizes cannot replay on a new
             size and raise (see below).
+        on_limit: Keyword-only (braze's extension): what happens once the function has been
+            traced ``BRAZE_COMPILE_RETRACE_LIMIT`` (16) times: ``"warn"`` (warn once, keep
+            tracing), ``"error"`` (raise `RetraceError` instead of the next trace) or
+            ``"eager"`` (warn once; new signatures run `fun` uncompiled).
 
     Returns:
         A `CompiledFunction` that calls like `fun` (or, for ``fun=None``, a decorator that
         makes one).
 
     Cache key. Entries are per thread and per function object (two ``mx.compile(f)`` of the
-    same `f` share them); a call retraces unless all of these match a cached entry: the
-    argument tree structure (container types, dict keys and their order, keyword order);
-    each array argument's dtype, ndim and shape (not the shape when shapeless); the value
-    of every Python scalar, string and None argument (floats bit for bit); the number,
-    dtypes and shapes of the captured `inputs=` arrays. Array *values*, closure variables
-    and globals are not in the key: a closure array that is not declared in `inputs=` is a
-    constant baked in at the first trace. Pass changing Python scalars as arrays to avoid a
-    retrace per value. A trace that raises leaves no entry; entries are freed when the
-    compiled function is garbage-collected. `mx.random.state` is captured implicitly, so
-    undeclared random draws advance the key as they would uncompiled (MLX bakes the key).
+    same `f` share them, and so do two of one bound method); a call retraces unless all of
+    these match a cached entry: the argument tree structure (container types, dict keys and
+    their order, keyword order; keywords that continue the positional arguments count as
+    positional); each array argument's dtype, ndim and shape (not the shape when shapeless);
+    the value of every Python scalar, string and None argument (floats bit for bit); the
+    number, dtypes and shapes of the captured `inputs=` arrays. Array *values*, closure
+    variables and globals are not in the key: a closure array that is not declared in
+    `inputs=` is a constant baked in at the first trace. Pass changing Python scalars as
+    arrays to avoid a retrace per value. A trace that raises leaves no entry; entries are
+    freed when the compiled function is garbage-collected, and past
+    ``BRAZE_COMPILE_CACHE_SIZE`` (64) entries the least recently used is dropped.
+    `mx.random.state` is captured implicitly, so undeclared random draws advance the key as
+    they would uncompiled (MLX bakes the key).
 
     Calling the compiled function inside `grad`, `vjp`, `jvp`, `vmap` or another compiled
     function runs `fun` itself (it is inlined into the outer trace); compile the transform
     (``mx.compile(mx.grad(f))``) to compile the whole computation.
 
-    ``f.stats()`` returns a dict about the cache: ``hits``; ``misses`` (a dict from reason,
-    e.g. ``"first call"``, ``"shape"``, ``"dtype"``, ``"ndim"``, ``"value"``, ``"type"``,
-    ``"structure"``, ``"captured"``, to a count); ``traces``; ``miss_reasons`` (one text per
-    trace naming what changed); and, summed over the entries cached in the calling thread,
-    ``cached_entries``, ``fused_kernels``, ``row_kernels`` (kernels with fused reductions),
-    ``fused_reductions``, ``primitives_before_fusion``/``primitives_after_fusion`` and their
-    per-primitive ``primitive_counts_before_fusion``/``primitive_counts_after_fusion``.
+    ``f.stats()`` returns a `CompileStats` (attributes, or dict-style ``st["hits"]``):
+    ``hits``; ``misses`` (a dict from reason, e.g. ``"first call"``, ``"shape"``, ``"dtype"``,
+    ``"ndim"``, ``"value"``, ``"type"``, ``"structure"``, ``"captured"``, to a count);
+    ``traces``; ``miss_reasons`` (one text per trace naming what changed, by parameter name);
+    ``evictions``; ``eager_calls``; ``trace_seconds`` and ``pass_seconds``; summed over the
+    entries cached in the calling thread, ``cached_entries``, ``fused_kernels``,
+    ``row_kernels`` (kernels with fused reductions), ``fused_reductions``,
+    ``primitives_before_fusion``/``primitives_after_fusion`` and their per-primitive
+    ``primitive_counts_before_fusion``/``primitive_counts_after_fusion``; the backend's
+    ``kernel_builds``, ``disk_loads`` and ``kernel_build_seconds`` for those kernels; and
+    ``call_overhead_us`` (under ``BRAZE_COMPILE_REPORT=1``). ``f.cache_info()`` lists each
+    entry's readable signature and hits.
 
     Raises:
         TypeError: At compile time, if `fun` is not callable.
-        ValueError: At call time, if an argument is not a tree of arrays and constants; if
+        RetraceError: At call time, past the retrace limit with ``on_limit="error"``, or for
+            any retrace inside `no_retrace()` (``BRAZE_COMPILE_NO_RETRACE=1``).
+        ValueError: At compile time, for an unknown `on_limit`. At call time, if an argument
+            is not a tree of arrays and constants; if
             the trace reads a value (``.item()``, ``bool(x)``, ``print(x)``, NumPy
             conversion, ``mx.eval`` of a traced array); if `fun` uses an array of another
             trace (a leaked tracer) or reads from a closure an array that it also gets as an
@@ -792,8 +1010,10 @@ def compile(fun=None, inputs=None, outputs=None, shapeless=False):  # noqa: A001
 
     Warns:
         RuntimeWarning: once, when one function is traced more than 16 times
-        (``BRAZE_COMPILE_RETRACE_LIMIT``), listing the reasons; and once, when `fun`
-        updates `inputs=` state that no `outputs=` tree writes back.
+        (``BRAZE_COMPILE_RETRACE_LIMIT``), listing the reasons; once, when `fun`
+        updates `inputs=` state that no `outputs=` tree writes back; and once per code
+        object, when `mx.compile` keeps wrapping new functions of one code (compile inside a
+        loop: the cache never hits).
 
     Debugging: `mx.disable_compile()` (or ``BRAZE_DISABLE_COMPILE=1``/``MLX_DISABLE_COMPILE``)
     makes compiled functions call `fun` directly, so ``print`` and breakpoints work;
@@ -811,7 +1031,9 @@ def compile(fun=None, inputs=None, outputs=None, shapeless=False):  # noqa: A001
         (1, 1)
     """
     if fun is None:
-        return functools.partial(compile, inputs=inputs, outputs=outputs, shapeless=shapeless)
+        return functools.partial(compile, inputs=inputs, outputs=outputs, shapeless=shapeless,
+                                 on_limit=on_limit)
     if not callable(fun):
         raise TypeError(f"[compile] Expected a callable, got {type(fun).__name__}: {fun!r}.")
-    return CompiledFunction(fun, inputs, outputs, shapeless)
+    cls = _TimedCompiledFunction if config.get().compile_report else CompiledFunction
+    return cls(fun, inputs, outputs, shapeless, on_limit)

@@ -47,6 +47,13 @@ def backend():
 _instances: dict = {}
 
 
+def programs(ir) -> list:
+    """The active backend's built programs for `ir` (each with `how`, "built" or "disk", and
+    `seconds`), for diagnostics; none for a backend that keeps no per-region record."""
+    e = getattr(backend(), "_entries", {}).get(ir.key)
+    return list(e.programs.values()) if e is not None else []
+
+
 @dataclass(frozen=True, repr=False)
 class Compiled(Primitive):
     """A fused elementwise region; its single field is the region's KernelIR."""

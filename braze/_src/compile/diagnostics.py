@@ -6,12 +6,19 @@ BRAZE_DUMP_DIR writes the same texts to files.
 """
 from __future__ import annotations
 
+import atexit
+import collections
+import dataclasses
+import importlib
 import os
 import re
 import struct
 import sys
+import warnings
+from collections.abc import Mapping
 
 from .. import config
+from .trace import _internal, stacklevel
 
 
 def describe_leaf(k) -> str:
@@ -114,3 +121,164 @@ def show_unchanged(name: str, trace_no: int, pass_name: str) -> None:
     """At debug level 3: pass `pass_name` left the tape as it was."""
     if config.get().debug >= 3:
         emit(f"[compile] {name} trace #{trace_no}, tape after {pass_name}: unchanged")
+
+
+# -- per-function records, the compile-in-a-loop warning, the process-wide report -----------
+class Record:
+    """What outlives a compiled function: its name and code, trace counts and times (read by
+    its `stats()`, the loop warning and the exit report)."""
+
+    __slots__ = ("name", "code", "traces", "trace_seconds", "pass_seconds", "evictions",
+                 "eager_calls")
+
+    def __init__(self, name, code):
+        self.name, self.code = name, code
+        self.traces = self.evictions = self.eager_calls = 0
+        self.trace_seconds = self.pass_seconds = 0.0
+
+    def add_trace(self, trace_seconds: float, pass_seconds: float) -> None:
+        self.traces += 1
+        self.trace_seconds += trace_seconds
+        self.pass_seconds += pass_seconds
+        total = _TOTALS[self.name]
+        total[0] += 1
+        total[1] += trace_seconds + pass_seconds
+
+
+#: function name -> [traces, seconds tracing and in passes], for BRAZE_COMPILE_REPORT
+_TOTALS: dict = collections.defaultdict(lambda: [0, 0.0])
+_WRAPPED = [0]  # compiled functions made in this process
+#: code object -> compiled functions of it that traced and died (a loop re-wrapping it)
+_RETIRED: dict = {}
+_LOOP_WARNED: set = set()
+
+#: wrappers of one code object that traced and died before a new one warns
+LOOP_LIMIT = 4
+
+
+def note_wrapped(record: Record) -> None:
+    """A compiled function was made: warn (once per code object) when earlier wrappers of
+    the same code traced and died, since each new one starts with an empty cache."""
+    _WRAPPED[0] += 1
+    code = record.code
+    if code is None or _RETIRED.get(code, 0) < LOOP_LIMIT or code in _LOOP_WARNED:
+        return
+    if _internal(code):  # braze's own wrappers (grad, vmap): their user's code is not known
+        return
+    _LOOP_WARNED.add(code)
+    warnings.warn(
+        f"[compile] mx.compile wraps `{record.name}` (defined at {code.co_filename}:"
+        f"{code.co_firstlineno}) again: {_RETIRED[code]} compiled functions with the same code "
+        "were traced and discarded, so the cache never hits and every call traces. Compile "
+        "once, outside the loop, and reuse the compiled function (pass what changes as "
+        "arguments).", RuntimeWarning, stacklevel=stacklevel())
+
+
+def note_retired(record: Record) -> None:
+    """A compiled function died (see note_wrapped)."""
+    if record.traces and record.code is not None:
+        _RETIRED[record.code] = _RETIRED.get(record.code, 0) + 1
+
+
+def report() -> str:
+    """The process-wide summary BRAZE_COMPILE_REPORT=1 prints at exit."""
+    # by name, as compiled.backend() finds the backends: they sit above compile
+    k = importlib.import_module("braze._src.backends.kernel_cache").stats()
+    traces = sum(t for t, _ in _TOTALS.values())
+    seconds = sum(s for _, s in _TOTALS.values())
+    lines = [f"[compile] report: {_WRAPPED[0]} compiled functions, {traces} traces "
+             f"({seconds:.3f} s tracing and in passes); kernels: {k['builds']} built "
+             f"({k['build_seconds']:.3f} s building and loading), {k['disk_loads']} loaded "
+             "from the disk cache"]
+    top = sorted(_TOTALS.items(), key=lambda kv: -kv[1][1])[:10]
+    lines += [f"  {name}: {t} traces, {s:.3f} s" for name, (t, s) in top]
+    return "\n".join(lines)
+
+
+def _report_at_exit() -> None:
+    if config.get().compile_report and _WRAPPED[0]:
+        emit(report())
+
+
+atexit.register(_report_at_exit)
+
+
+# -- f.stats() and f.cache_info() ---------------------------------------------------------
+class _Fields(Mapping):
+    """Dict-style reading of a dataclass's fields (`stats()["hits"]`, `dict(stats)`), so the
+    records stay compatible with code written when they were dicts."""
+
+    def __getitem__(self, key):
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self):
+        return iter(self._keys())
+
+    def __len__(self):
+        return len(self._keys())
+
+    def _keys(self) -> tuple:
+        return tuple(f.name for f in dataclasses.fields(self))
+
+
+@dataclasses.dataclass(eq=False)
+class CompileStats(_Fields):
+    """What `f.stats()` returns: the function's cache activity (all threads) and, for the
+    entries cached in the calling thread, what the traces became. Read as attributes or as a
+    dict (`stats["hits"]`). Times are in seconds."""
+
+    #: calls served by a cached trace
+    hits: int
+    #: traces by reason ("first call", "shape", "dtype", "ndim", "value", "type",
+    #: "structure", "captured", ...)
+    misses: dict
+    traces: int
+    #: one text per trace naming what changed, by parameter name
+    miss_reasons: list
+    #: entries dropped by the cache bound (BRAZE_COMPILE_CACHE_SIZE)
+    evictions: int
+    #: calls run uncompiled past the retrace limit (on_limit="eager")
+    eager_calls: int
+    #: time running the Python function on placeholders, and in the compile passes
+    trace_seconds: float
+    pass_seconds: float
+    #: the calling thread's entries and their fused kernels (row kernels hold reductions)
+    cached_entries: int
+    fused_kernels: int
+    row_kernels: int
+    fused_reductions: int
+    primitives_before_fusion: int
+    primitives_after_fusion: int
+    primitive_counts_before_fusion: dict
+    primitive_counts_after_fusion: dict
+    #: the backend's programs for those kernels: built, loaded from the disk cache, seconds
+    kernel_builds: int
+    disk_loads: int
+    kernel_build_seconds: float
+    #: mean microseconds per call (the call itself, not the evaluation) over the last calls,
+    #: measured only under BRAZE_COMPILE_REPORT=1 (None otherwise: the call path stays bare)
+    call_overhead_us: float | None
+
+
+@dataclasses.dataclass(eq=False)
+class CacheEntryInfo(_Fields):
+    """One cache entry of `f.cache_info()`."""
+
+    #: readable signature: each argument by name with its shape and dtype or value
+    signature: str
+    hits: int
+    trace_seconds: float
+    pass_seconds: float
+    fused_kernels: int
+
+
+def describe_signature(sig) -> str:
+    """`x: array(2, 3) float32, scale: 2.0; captured: 4 arrays` for a Signature (captured:
+    the `inputs=` arrays and implicit state such as the random key)."""
+    parts = [f"{p}: {describe_leaf(k)}" for p, k in zip(sig.paths, sig.leaf_keys)]
+    text = ", ".join(parts) or "()"
+    if sig.cap_keys:
+        text += f"; captured: {len(sig.cap_keys)} arrays"
+    return text

@@ -1,0 +1,170 @@
+"""Compile diagnostics and control (issue 16, "Diagnostics and control"): misses named by
+parameter, the compile-in-a-loop warning, shared traces for keyword calls and bound methods,
+the cache bound and retrace policy, stats / cache_info, lower, and check=True."""
+import gc
+import warnings
+
+import pytest
+
+import braze.core as mx
+from braze._src import config
+
+LINE = 0
+
+
+def _misses(capsys):
+    return [ln for ln in capsys.readouterr().err.splitlines() if "] trace #" in ln]
+
+
+# -- item 1: misses named by parameter and definition site ---------------------------------
+def test_miss_lines_name_parameters_and_the_definition_site(capsys):
+    def loss(x, batch, *rest, scale=1.0):
+        return mx.sum(x) * batch["tokens"] * scale
+
+    f = mx.compile(loss)
+    with config.override(debug=1):
+        f(mx.ones((2,)), {"tokens": mx.ones((2,))})
+        f(mx.ones((2,)), {"tokens": mx.ones((3,))})
+        f(mx.ones((3,)), {"tokens": mx.ones((3,))}, mx.ones(1), scale=2.0)
+    lines = _misses(capsys)
+    code = loss.__code__
+    assert f"defined at {code.co_filename}:{code.co_firstlineno}" in lines[1]
+    assert 'batch["tokens"]: shape (2,) -> (3,)' in lines[1]
+    assert "args[" not in lines[1]
+    reasons = f.stats()["miss_reasons"]
+    assert reasons[1] == 'batch["tokens"]: shape (2,) -> (3,)'
+    assert reasons[2].startswith("argument structure")
+
+
+def test_positions_are_the_fallback_without_a_signature(capsys):
+    f = mx.compile(mx.exp)  # a builtin-like callable whose signature is *args
+    f(mx.ones((2,)))
+    f(mx.ones((3,)))
+    assert "shape (2,) -> (3,)" in f.stats()["miss_reasons"][1]
+
+
+def test_compile_in_a_loop_warns_once_naming_the_line():
+    x = mx.ones((2,))
+    with pytest.warns(RuntimeWarning, match="same code") as rec:
+        for _ in range(8):
+            mx.eval(mx.compile(lambda x: x + 1)(x))  # the line the warning names
+            gc.collect()
+    assert len([r for r in rec if "same code" in str(r.message)]) == 1
+    assert rec[0].filename == __file__
+
+
+def test_long_lived_wrappers_of_one_code_object_do_not_warn():
+    x = mx.ones((2,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fs = [mx.compile(lambda x, k=k: x + k) for k in range(6)]
+        for f in fs:
+            mx.eval(f(x))
+
+
+# -- item 6: shared traces --------------------------------------------------------------
+def test_positional_and_keyword_calls_share_a_trace():
+    calls = []
+
+    def f(x, y):
+        calls.append(1)
+        return x * y
+
+    cf = mx.compile(f)
+    a, b = mx.ones((2,)), mx.ones((2,))
+    cf(a, b)
+    cf(a, y=b)
+    cf(x=a, y=b)
+    assert len(calls) == 1 and cf.stats()["traces"] == 1
+
+
+class _Model:
+    def __init__(self):
+        self.calls = 0
+
+    def step(self, x):
+        self.calls += 1
+        return x * 2
+
+
+def test_two_compiles_of_one_bound_method_share_traces():
+    m = _Model()
+    f, g = mx.compile(m.step), mx.compile(m.step)
+    f(mx.ones((2,)))
+    g(mx.ones((2,)))
+    assert m.calls == 1
+    other = _Model()
+    mx.compile(other.step)(mx.ones((2,)))
+    assert other.calls == 1  # another instance: its own trace
+
+
+# -- item 2: the cache bound and the retrace policy ----------------------------------------
+def test_the_cache_keeps_the_most_recently_used_entries():
+    f = mx.compile(lambda x: x + 1)
+    with config.override(compile_cache_size=2):
+        for n in (1, 2, 1, 3):  # 2 is the least recently used when 3 arrives
+            f(mx.ones((n,)))
+        assert f.stats()["cached_entries"] == 2 and f.stats()["evictions"] == 1
+        f(mx.ones((1,)))
+        assert f.stats()["traces"] == 3
+        f(mx.ones((2,)))
+        assert f.stats()["traces"] == 4
+
+
+def test_on_limit_error_and_eager(monkeypatch):
+    from braze._src.compile import api
+    monkeypatch.setattr(api, "RETRACE_LIMIT", 2)
+    f = mx.compile(lambda x: x + 1, on_limit="error")
+    f(mx.ones((1,)))
+    f(mx.ones((2,)))
+    with pytest.raises(mx.RetraceError, match=r"retrace limit.*x: shape"):
+        f(mx.ones((3,)))
+    g = mx.compile(lambda x: x + 1, on_limit="eager")
+    g(mx.ones((1,)))
+    g(mx.ones((2,)))
+    with pytest.warns(RuntimeWarning, match="uncompiled"):
+        assert g(mx.ones((3,))).tolist() == [2.0] * 3
+    assert g.stats()["traces"] == 2 and g.stats()["eager_calls"] == 1
+    with pytest.raises(ValueError, match="on_limit"):
+        mx.compile(lambda x: x, on_limit="ignore")
+
+
+def test_no_retrace_makes_a_retrace_an_error():
+    f = mx.compile(lambda x: x + 1)
+    f(mx.ones((2,)))
+    with mx.no_retrace():
+        f(mx.ones((2,)))  # a hit is fine
+        mx.compile(lambda x: x * 2)(mx.ones((2,)))  # and so is a first trace
+        with pytest.raises(mx.RetraceError, match=r"x: shape \(2,\) -> \(3,\)"):
+            f(mx.ones((3,)))
+    assert config.from_env({"BRAZE_COMPILE_NO_RETRACE": "1"}).compile_no_retrace
+    assert config.from_env({"BRAZE_COMPILE_CACHE_SIZE": "8"}).compile_cache_size == 8
+
+
+# -- item 3: stats, cache_info, the exit report -----------------------------------------
+def test_stats_is_an_object_read_as_a_dict_too():
+    f = mx.compile(lambda x, scale: mx.exp(x) * scale + 1)
+    mx.eval(f(mx.ones((4,)), 2.0))
+    mx.eval(f(mx.ones((4,)), 2.0))
+    st = f.stats()
+    assert st.hits == st["hits"] == 1 and dict(st)["traces"] == 1
+    assert st.trace_seconds > 0 and st.pass_seconds > 0 and st.fused_kernels == 1
+    assert st.kernel_builds + st.disk_loads >= 1 and st.kernel_build_seconds > 0
+    assert st.call_overhead_us is None  # only timed under BRAZE_COMPILE_REPORT=1
+    info = f.cache_info()
+    assert [e.hits for e in info] == [1]
+    assert info[0].signature == "x: array(4,) float32, scale: 2.0; captured: 1 arrays"
+
+
+def test_report_times_calls_and_sums_the_process(capsys):
+    from braze._src.compile import diagnostics
+    with config.override(compile_report=True):
+        f = mx.compile(lambda x: x * 3)
+    for _ in range(3):
+        f(mx.ones((2,)))
+    assert f.stats().call_overhead_us > 0
+    text = diagnostics.report()
+    assert "compiled functions" in text and "traces" in text and "built" in text
+    with config.override(compile_report=True):
+        diagnostics._report_at_exit()
+    assert "[compile] report:" in capsys.readouterr().err
