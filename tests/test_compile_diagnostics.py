@@ -168,3 +168,42 @@ def test_report_times_calls_and_sums_the_process(capsys):
     with config.override(compile_report=True):
         diagnostics._report_at_exit()
     assert "[compile] report:" in capsys.readouterr().err
+
+
+# -- item 5: check=True ---------------------------------------------------------------------
+def test_check_compares_with_the_uncompiled_function_for_the_first_calls():
+    k = [1.0]
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return {"y": mx.exp(x) * k[0] + 1}  # k[0] is baked in at the trace
+
+    cf = mx.compile(f, check=True)
+    x = mx.array([0.0, 1.0, 2.0])
+    cf(x)
+    assert len(calls) == 2  # the trace and the uncompiled run
+    k[0] = 2.0  # the trace no longer matches the function
+    with pytest.raises(mx.CompileCheckError) as e:
+        cf(x)
+    msg = str(e.value)
+    assert "output ['y'] at index (0,)" in msg and "kernel CompiledExp" in msg
+    with pytest.raises(mx.CompileCheckError):
+        cf(x)  # the third call is checked too
+    cf(x)  # past the first 3 calls nothing is checked
+    assert len(calls) == 4 and type(cf) is type(mx.compile(f))
+
+
+def test_check_restores_the_compiled_state():
+    state = [mx.array(1.0)]
+
+    def step(x):
+        state[0] = state[0] + x
+        return state[0]
+
+    cf = mx.compile(step, inputs=state, outputs=state, check=2)
+    for _ in range(3):
+        cf(mx.array(1.0))
+    assert state[0].item() == 4.0  # each call updated the state once
+    with config.override(compile_check=True):
+        assert mx.compile(lambda x: x * 2)._checks_left == 3

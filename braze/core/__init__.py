@@ -6,6 +6,7 @@ from braze import __version__  # noqa: F401  (braze's version; MLX's mx.__versio
 from braze._src.array import ARRAY_API as _ARRAY_API
 from braze._src.array import PrintOptions, array, get_printoptions, printoptions, set_printoptions  # noqa: F401
 from braze._src.compile.api import (  # noqa: F401,A004
+    CompileCheckError,
     RetraceError,
     compile,
     disable_compile,

@@ -44,7 +44,7 @@ from .trace import (
 )
 
 __all__ = ["compile", "disable_compile", "enable_compile", "register_implicit_state",
-           "CompiledFunction", "no_retrace", "RetraceError"]
+           "CompiledFunction", "no_retrace", "RetraceError", "CompileCheckError"]
 
 #: a warning is issued when one compiled function has been traced more than this many times
 #: (env BRAZE_COMPILE_RETRACE_LIMIT; 0 disables the warning)
@@ -517,7 +517,8 @@ def _kernel_counts(tape) -> tuple:
 class CompiledFunction:
     """What `mx.compile(fun)` returns. Calls like `fun`; `stats()` reports the cache."""
 
-    def __init__(self, fun, inputs=None, outputs=None, shapeless=False, on_limit="warn"):
+    def __init__(self, fun, inputs=None, outputs=None, shapeless=False, on_limit="warn",
+                 check=False):
         if on_limit not in ON_LIMIT:
             raise ValueError(f"[compile] on_limit must be one of {ON_LIMIT}, got {on_limit!r}.")
         self._fun = fun
@@ -539,6 +540,7 @@ class CompiledFunction:
             or type(fun).__name__
         self._replay_name = self._name if self._shapeless else None  # see ReplayPlan.run
         self._record = diag.Record(self._name, _code_of(fun))
+        self._checks_left = _check_calls(check)
         try:
             functools.update_wrapper(self, fun)
         except (AttributeError, TypeError):
@@ -872,6 +874,55 @@ class _TimedCompiledFunction(CompiledFunction):
         return sum(t) / len(t) * 1e6 if t else None
 
 
+#: calls that check=True (or BRAZE_COMPILE_CHECK=1) compares with the uncompiled function
+CHECK_CALLS = 3
+
+
+class CompileCheckError(AssertionError):
+    """A compiled call's result differs from the uncompiled function's (check=True)."""
+
+
+def _check_calls(check) -> int:
+    """How many first calls to check: `check` (True: CHECK_CALLS, or a count), or
+    CHECK_CALLS under BRAZE_COMPILE_CHECK."""
+    if check is True or (check is False and config.get().compile_check):
+        return CHECK_CALLS
+    if check is False:
+        return 0
+    if not isinstance(check, int) or check < 0:
+        raise ValueError(f"[compile] check must be a bool or a count >= 0, got {check!r}.")
+    return check
+
+
+class _CheckedCompiledFunction(CompiledFunction):
+    """A compiled function during its checked calls: each also runs the function uncompiled
+    on the same arguments and state and compares outputs and written-back state. After the
+    last check the object becomes its plain class again, so later calls pay nothing."""
+
+    def __call__(self, *args, **kwargs):
+        self._checks_left -= 1
+        if self._checks_left <= 0:
+            self.__class__ = self._plain
+        if config.compile_disabled() or TraceState.depth:
+            return self._plain.__call__(self, *args, **kwargs)
+        implicit = [o for o in _IMPLICIT if not _declares(self._inputs, o)]
+        before = _read_state(self._outputs, implicit)[0]
+        out = self._plain.__call__(self, *args, **kwargs)
+        after, held = _read_state(self._outputs, implicit)
+        got = [(p, x, x._prim) for p, x in diag.output_paths(out)]  # producers before eval
+        _fill_state(self._outputs, held, before)
+        expected = diag.output_paths(self._fun(*args, **kwargs))
+        now, held = _read_state(self._outputs, implicit)
+        _fill_state(self._outputs, held, after)
+        problem = diag.compare_outputs(got, expected) or diag.compare_outputs(
+            [(f"state {i}", x, x._prim) for i, x in enumerate(after)],
+            [(f"state {i}", x) for i, x in enumerate(now)])
+        if problem:
+            raise CompileCheckError(f"[compile] check of `{self._name}`{self._where()}: the "
+                                    f"compiled call differs from the uncompiled one: {problem}")
+        return out
+
+
 _OUT = object()  # marks an array position in a stored output template
 
 
@@ -926,7 +977,7 @@ def _declares(tree, obj) -> bool:
 
 
 def compile(fun=None, inputs=None, outputs=None, shapeless=False, *,  # noqa: A001
-            on_limit="warn"):
+            on_limit="warn", check=False):
     """Return a compiled version of `fun` (MLX's `mx.compile`).
 
     The first call with a new input signature *traces* `fun`: it runs once on placeholder
@@ -959,6 +1010,12 @@ def compile(fun=None, inputs=None, outputs=None, shapeless=False, *,  # noqa: A0
             traced ``BRAZE_COMPILE_RETRACE_LIMIT`` (16) times: ``"warn"`` (warn once, keep
             tracing), ``"error"`` (raise `RetraceError` instead of the next trace) or
             ``"eager"`` (warn once; new signatures run `fun` uncompiled).
+        check: Keyword-only (braze's extension): ``True`` (or a count) runs `fun` uncompiled
+            too for the first 3 (or that many) calls, on the same arguments and state, and
+            compares the results and written-back state (``BRAZE_COMPILE_CHECK=1`` for every
+            function); a difference raises `CompileCheckError` naming the output, the first
+            differing index and the kernel that produced it. `fun` must not modify its
+            arguments in place, since it runs twice.
 
     Returns:
         A `CompiledFunction` that calls like `fun` (or, for ``fun=None``, a decorator that
@@ -998,6 +1055,7 @@ def compile(fun=None, inputs=None, outputs=None, shapeless=False, *,  # noqa: A0
 
     Raises:
         TypeError: At compile time, if `fun` is not callable.
+        CompileCheckError: At call time, with `check`, when the compiled result differs.
         RetraceError: At call time, past the retrace limit with ``on_limit="error"``, or for
             any retrace inside `no_retrace()` (``BRAZE_COMPILE_NO_RETRACE=1``).
         ValueError: At compile time, for an unknown `on_limit`. At call time, if an argument
@@ -1032,8 +1090,12 @@ def compile(fun=None, inputs=None, outputs=None, shapeless=False, *,  # noqa: A0
     """
     if fun is None:
         return functools.partial(compile, inputs=inputs, outputs=outputs, shapeless=shapeless,
-                                 on_limit=on_limit)
+                                 on_limit=on_limit, check=check)
     if not callable(fun):
         raise TypeError(f"[compile] Expected a callable, got {type(fun).__name__}: {fun!r}.")
     cls = _TimedCompiledFunction if config.get().compile_report else CompiledFunction
-    return cls(fun, inputs, outputs, shapeless, on_limit)
+    cf = cls(fun, inputs, outputs, shapeless, on_limit, check)
+    if cf._checks_left:  # checked calls take a class of their own, left after the last one
+        cf._plain = cls
+        cf.__class__ = _CheckedCompiledFunction
+    return cf

@@ -17,7 +17,10 @@ import sys
 import warnings
 from collections.abc import Mapping
 
+import numpy as np
+
 from .. import config
+from .. import tree as T
 from .trace import _internal, stacklevel
 
 
@@ -282,3 +285,67 @@ def describe_signature(sig) -> str:
     if sig.cap_keys:
         text += f"; captured: {len(sig.cap_keys)} arrays"
     return text
+
+
+# -- check=True: compiled against uncompiled ----------------------------------------------
+def output_paths(tree) -> list:
+    """(path, array) for each array of a function's result, e.g. "['y']", "[0]"."""
+    out = []
+    _output_paths(tree, "", out)
+    return out
+
+
+def _output_paths(tree, path, out):
+    leaves, treedef = T.flatten(tree)
+    names = []
+    _name_leaves(T.unflatten(treedef, list(range(len(leaves)))), path, names)
+    for name, x in zip(names, leaves):
+        if hasattr(x, "_prim"):
+            out.append((name or "(the result)", x))
+
+
+def _name_leaves(tree, path, out):
+    if isinstance(tree, int):
+        out.append(path)
+    elif isinstance(tree, (list, tuple)):
+        for i, v in enumerate(tree):
+            _name_leaves(v, f"{path}[{i}]", out)
+    elif isinstance(tree, dict):
+        for k, v in tree.items():
+            _name_leaves(v, f"{path}[{k!r}]", out)
+    else:
+        out.append(path)
+
+
+#: (rtol, atol) by float dtype name; other dtypes compare exactly
+TOLERANCE = {"float16": (1e-2, 1e-3), "bfloat16": (2e-2, 1e-2), "float32": (1e-5, 1e-6),
+             "float64": (1e-10, 1e-12)}
+
+
+def compare_outputs(got, expected) -> str:
+    """The first difference between compiled outputs `got` [(path, array, producing
+    primitive)] and uncompiled `expected` [(path, array)], as text; "" when they agree."""
+    if len(got) != len(expected):
+        return f"{len(got)} arrays against {len(expected)}"
+    for (path, a, prim), (_, b) in zip(got, expected):
+        x, y = np.asarray(a), np.asarray(b)
+        if x.shape != y.shape:
+            return f"output {path}: shape {x.shape} against {y.shape}"
+        rtol, atol = TOLERANCE.get(a.dtype.name, (0, 0))
+        close = np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True)
+        if close.all():
+            continue
+        idx = tuple(int(i) for i in np.argwhere(~close)[0])
+        return (f"output {path} at index {idx}: compiled {x[idx]!r}, uncompiled {y[idx]!r} "
+                f"({int((~close).sum())} of {x.size} elements differ); produced by "
+                f"{_producer(prim)}")
+    return ""
+
+
+def _producer(prim) -> str:
+    if prim is None:
+        return "no primitive (an input or a constant)"
+    ir = getattr(prim, "ir", None)
+    if ir is None:
+        return prim.name
+    return f"kernel {prim.name} (key {ir.key}):\n{ir}"
