@@ -207,3 +207,44 @@ def test_check_restores_the_compiled_state():
     assert state[0].item() == 4.0  # each call updated the state once
     with config.override(compile_check=True):
         assert mx.compile(lambda x: x * 2)._checks_left == 3
+
+
+# -- item 4: lower ------------------------------------------------------------------------
+def test_lower_traces_without_running_and_shows_tape_fusion_and_kernels():
+    calls = []
+
+    def mlp(x, w):
+        calls.append(1)
+        h = mx.exp(x @ w) * 2 + 1   # the matmul is not fusable: a boundary
+        return mx.sum(h, axis=0) * 3, h  # a reduction over a leading axis
+
+    cf = mx.compile(mlp)
+    low = cf.lower(mx.ones((4, 3)), w=mx.ones((3, 5)))
+    assert len(calls) == 1 and cf.stats()["traces"] == 0  # no cache entry, nothing ran
+    text = str(low)
+    assert "== tape ==" in text and "== fusion ==" in text and "== kernels (cpu) ==" in text
+    assert "Matmul" in low.fusion and "not fusable" in low.fusion
+    assert "in0 <- x" in low.fusion or "x" in low.fusion
+    (source, fn), *_ = low.kernels
+    assert "def " in source and callable(fn)  # the Numba dispatcher, built
+    with pytest.raises(ValueError, match="backend 'cuda' is not available"):
+        cf.lower_for("cuda", mx.ones((4, 3)), mx.ones((3, 5)))
+    assert cf.lower_for("numpy", mx.ones((4, 3)), mx.ones((3, 5))).kernels[0][1] is None
+
+
+def test_lower_names_the_common_boundary_reasons():
+    def f(x, y):
+        a = mx.exp(x) * 2
+        for _ in range(12):  # longer than one region may be deep
+            a = mx.sin(a) + 1
+        b = mx.exp(x) + 1
+        c = mx.sum(b * 3, axis=-1, keepdims=True)
+        return a + mx.log(y), mx.cos(mx.exp(x) * 2), b * 2, c * b
+
+    fusion = mx.compile(f).lower(mx.ones((4, 3)), mx.ones((3,))).fusion
+    assert "in0 <- argument x" in fusion and "argument y" in fusion
+    assert "MAX_DEPTH (11)" in fusion
+    assert "also read elsewhere" in fusion
+    assert "an output of a row kernel" in fusion
+    assert "Cos[4, 3]: not fused: a region of one primitive is not fused" in fusion
+    assert "the constant 2.0: baked into the kernel" in fusion

@@ -32,7 +32,7 @@ from ..array import TraceState, array
 from ..scheduler import user_frame
 from . import diagnostics as diag
 from . import pipeline
-from .compiled import programs
+from .compiled import backend_named, programs
 from .replay import ReplayPlan
 from .trace import (
     SiteRecorder,
@@ -652,10 +652,13 @@ class CompiledFunction:
     # -- a cache miss ---------------------------------------------------------------------
     def _trace(self, sig, leaves, treedef, arrays, cap, implicit, entries):
         self._note_miss(sig, entries)
-        return self._build(sig, leaves, treedef, arrays, cap, implicit)
+        entry = self._build(sig, leaves, treedef, arrays, cap, implicit)
+        self._record.add_trace(entry.counts["trace_seconds"], entry.counts["pass_seconds"])
+        return entry
 
-    def _build(self, sig, leaves, treedef, arrays, cap, implicit):
-        """A cache entry for `sig`: trace the function on placeholders, run the passes."""
+    def _build(self, sig, leaves, treedef, arrays, cap, implicit, texts=None):
+        """A cache entry for `sig`: trace the function on placeholders, run the passes;
+        `texts` (a list) receives the traced tape's text."""
         name = self._name
         t0 = time.perf_counter()
         real = arrays + cap
@@ -672,6 +675,8 @@ class CompiledFunction:
         template = [_OUT if isinstance(x, array) else x for x in out_leaves]
         traced = capture(phs, fun_outs + cap_outs, real, name, ph_tags)
         tape = traced.copy()
+        if texts is not None:
+            texts.append(tape.text())
         sites = None
         if recorder is not None and recorder.sites:
             sites = {id(c): recorder.sites[id(o)] for o, c in zip(traced.nodes, tape.nodes)
@@ -692,7 +697,6 @@ class CompiledFunction:
                   "after_fusion": _prim_counts(tape), "fused_kernels": kernels,
                   "row_kernels": rows, "fused_reductions": reductions,
                   "trace_seconds": t1 - t0, "pass_seconds": time.perf_counter() - t1}
-        self._record.add_trace(counts["trace_seconds"], counts["pass_seconds"])
         return Entry(sig, tape, len(fun_outs), out_def, template, sites, counts)
 
     def _may_trace(self, sig, entries) -> bool:
@@ -718,6 +722,34 @@ class CompiledFunction:
                           f"(on_limit='eager').\n{self._reason_summary()}",
                           RuntimeWarning, stacklevel=stacklevel())
         return False
+
+    # -- lowering: a trace to look at, not to run ------------------------------------------
+    def lower(self, *args, **kwargs) -> diag.Lowered:
+        """Trace the function for these arguments without running it and without caching the
+        trace: a `Lowered` that prints the traced tape, the tape after the passes, the fusion
+        decisions and the kernel sources; `.kernels` builds each kernel on the active
+        backend (`(source, compiled artefact)`)."""
+        return self.lower_for(config.get().backend, *args, **kwargs)
+
+    def lower_for(self, backend, /, *args, **kwargs) -> diag.Lowered:
+        """`lower` for the backend named `backend` ("cpu", "numpy", later "cuda"); raises
+        ValueError when that backend is not available here."""
+        be = backend_named(backend)
+        if kwargs:
+            args, kwargs = _as_positional(args, kwargs, self._names[2])
+        implicit = [o for o in _IMPLICIT if not _declares(self._inputs, o)]
+        cap = _read_state(self._inputs, implicit)[0]
+        leaves, treedef = T.flatten((args, kwargs))
+        shapeless = self._shapeless
+        keys = tuple(_leaf_key(x, shapeless) for x in leaves)
+        ckeys = tuple(_leaf_key(x, shapeless) for x in cap)
+        sig = Signature(treedef, keys, ckeys, None, (args, kwargs), self._names[:2])
+        arrays = [x for x in leaves if isinstance(x, array)]
+        texts = []
+        entry = self._build(sig, leaves, treedef, arrays, cap, implicit, texts)
+        names = [p for p, x in zip(sig.paths, leaves) if isinstance(x, array)]
+        names += [f"captured[{i}]" for i in range(len(cap))]
+        return diag.Lowered(self._name, texts[0], entry.tape, names, be)
 
     def _explain(self, sig, entries):
         return diag.explain_miss(sig, [e.sig for e in entries.values()] if entries else [])
@@ -1051,7 +1083,9 @@ def compile(fun=None, inputs=None, outputs=None, shapeless=False, *,  # noqa: A0
     ``primitive_counts_before_fusion``/``primitive_counts_after_fusion``; the backend's
     ``kernel_builds``, ``disk_loads`` and ``kernel_build_seconds`` for those kernels; and
     ``call_overhead_us`` (under ``BRAZE_COMPILE_REPORT=1``). ``f.cache_info()`` lists each
-    entry's readable signature and hits.
+    entry's readable signature and hits. ``f.lower(*args, **kwargs)`` traces without running
+    or caching and shows the tape, the fusion decisions and the kernels (``f.lower_for(
+    "numpy", *args)`` for another backend).
 
     Raises:
         TypeError: At compile time, if `fun` is not callable.

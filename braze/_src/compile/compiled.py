@@ -47,6 +47,25 @@ def backend():
 _instances: dict = {}
 
 
+def backend_named(name: str):
+    """The backend registered as `name`, built; ValueError when it is not available."""
+    base = importlib.import_module("braze._src.backends.base")
+    importlib.import_module("braze._src.backends")  # registers the built-in backends
+
+    def build(n):
+        try:
+            return base._build(n) if n in base.registered() else None
+        except ImportError:  # its compiler is not installed (Numba for cpu)
+            return None
+
+    inst = build(name)
+    if inst is None:
+        raise ValueError(f"[compile] backend {name!r} is not available here (available: "
+                         f"{', '.join(n for n in base.registered() if build(n))}); a "
+                         "backend that is planned but not built yet (cuda) cannot lower.")
+    return inst
+
+
 def programs(ir) -> list:
     """The active backend's built programs for `ir` (each with `how`, "built" or "disk", and
     `seconds`), for diagnostics; none for a backend that keeps no per-region record."""

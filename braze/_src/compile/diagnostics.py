@@ -21,6 +21,8 @@ import numpy as np
 
 from .. import config
 from .. import tree as T
+from .fuse import MAX_ARRAYS, MAX_DEPTH
+from .tape import consumers
 from .trace import _internal, stacklevel
 
 
@@ -349,3 +351,119 @@ def _producer(prim) -> str:
     if ir is None:
         return prim.name
     return f"kernel {prim.name} (key {ir.key}):\n{ir}"
+
+
+# -- f.lower(): the tape, the fusion decisions, the kernels ---------------------------------
+class Lowered:
+    """What `f.lower(*args)` returns: one trace of `f`, not cached and not run. `str()` shows
+    the traced tape, the tape after the passes, the fusion decisions and the kernel sources;
+    `fusion` is the decisions' text; `kernels` lists `(source, compiled artefact)` per fused
+    kernel, built on first access (the cpu backend's artefact is the Numba dispatcher; a
+    backend that interprets regions, numpy, has the region's IR as source and None)."""
+
+    def __init__(self, name, traced, tape, input_names, backend):
+        self.name, self.traced, self.tape, self.backend = name, traced, tape, backend
+        self.fusion = fusion_text(tape, input_names)
+        self._kernels = None
+
+    @property
+    def irs(self) -> list:
+        """The fused regions (KernelIRs), in tape order."""
+        return [a._prim.ir for a in self.tape.nodes
+                if getattr(a._prim, "ir", None) is not None and not a._idx]
+
+    @property
+    def kernels(self) -> list:
+        if self._kernels is None:
+            self._kernels = [_kernel(self.backend, ir) for ir in self.irs]
+        return self._kernels
+
+    def __str__(self):
+        sources = "\n\n".join(src for src, _ in self.kernels) or "(no fused kernels)"
+        return (f"== {self.name}: traced ==\n{self.traced}\n== tape ==\n{self.tape.text()}\n"
+                f"== fusion ==\n{self.fusion}\n== kernels ({self.backend.name}) ==\n{sources}")
+
+    __repr__ = __str__
+
+
+def _kernel(backend, ir) -> tuple:
+    """(source, artefact) of `ir`'s kernel on a backend that renders and builds programs
+    (entry/program, as the cpu backend), else (the IR's text, None)."""
+    if hasattr(backend, "program") and hasattr(backend, "entry"):
+        e = backend.entry(ir)
+        if not e.fallback:
+            p = backend.program(ir, e.default_variant())
+            return p.source, p.fn
+    return str(ir), None
+
+
+def fusion_text(tape, input_names) -> str:
+    """Which ops went into which kernel, what each kernel reads and why each read is a
+    boundary, and why the nodes left unfused are."""
+    names = {id(x): n for x, n in zip(tape.inputs, input_names)}
+    uses = consumers(tape.nodes)
+    outs = {id(o) for o in tape.outputs}
+    lines, k = [], 0
+    for a in tape.nodes:
+        ir = getattr(a._prim, "ir", None)
+        if ir is None:
+            lines.append(f"{_label(a)}: not fused: {_alone(a)}")
+            continue
+        if a._idx:
+            continue
+        k += 1
+        ops = ", ".join(op.prim.name for op in ir.ops)
+        lines.append(f"kernel {k}: {ir.name} (key {ir.key}): {len(ir.ops)} ops ({ops}), "
+                     f"{len(a._inputs)} inputs, {len(ir.outputs)} outputs")
+        for slot, x in enumerate(a._inputs):
+            if id(x) in names:
+                lines.append(f"  in{slot} <- argument {names[id(x)]}")
+                continue
+            why = ("baked into the kernel" if ir.inputs[slot].const
+                   else _boundary(x, a, ir, uses, outs))
+            lines.append(f"  in{slot} <- {_source(x)}: {why}")
+    return "\n".join(lines)
+
+
+def _label(a) -> str:
+    return f"{a._prim.name}{list(a.shape)}"
+
+
+def _source(x) -> str:
+    if x._prim is None:
+        return "a constant" if x.size != 1 else f"the constant {x._data.reshape(-1)[0].item()!r}"
+    return f"{_label(x)}"
+
+
+def _alone(a) -> str:
+    prim = a._prim
+    if prim.reduction:
+        return "a reduction not over the trailing axes (only those fuse, with their neighbours)"
+    if prim.kernel_op is None:
+        return f"{prim.name} is not fusable (no kernel_op)"
+    if prim.kernel_op == "broadcast":
+        return "a broadcast is never a region's root (it would be materialised)"
+    return "a region of one primitive is not fused"
+
+
+def _boundary(x, c, ir, uses, outs) -> str:
+    """Why the read of `x` by kernel node `c` is a kernel input and not part of the kernel
+    (MLX's fusion rules, docs in fuse.py; the depth limit is the remaining reason)."""
+    if x._prim is None:
+        return "a constant array"
+    xir = getattr(x._prim, "ir", None)
+    if xir is None and x._prim.kernel_op is None:
+        return f"{x._prim.name}'s output (not fused)"
+    if id(x) in outs and tuple(x.shape) != tuple(c.shape):
+        return f"a function output of another shape ({list(x.shape)} vs {list(c.shape)})"
+    if xir is not None and xir.reduce_ndim:
+        return "an output of a row kernel (reductions fuse first, in their own regions)"
+    if tuple(x.shape) != tuple(c.shape):
+        return f"a shape change ({list(x.shape)} -> {list(c.shape)}) between regions"
+    readers = {id(r) for r, _ in uses.get(id(x), ())} - {id(s) for s in c._siblings or (c,)}
+    if readers or id(x) in outs:
+        return "also read elsewhere" + (" and returned" if id(x) in outs else "") + \
+            " (fusing it would compute it twice)"
+    if len(ir.inputs) + len(ir.outputs) >= MAX_ARRAYS:
+        return f"the kernel has MAX_ARRAYS ({MAX_ARRAYS}) inputs and outputs"
+    return f"the region reached MAX_DEPTH ({MAX_DEPTH})"
