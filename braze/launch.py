@@ -63,10 +63,19 @@ def _is_open_mpi(mpirun: str) -> bool:
     return "Open MPI" in out.stdout + out.stderr
 
 
+def _open_mpi_flags(local_ranks: int) -> List[str]:
+    """Open MPI refuses root and more ranks than cores unless told (MPICH allows both)."""
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return (["--allow-run-as-root"] if root else []) + \
+        (["--oversubscribe"] if local_ranks > _cores() else [])
+
+
 def build_command(mpirun: str, hosts: List[str], n: int, env: dict, open_mpi: bool,
                   hostfile: Optional[str], mpi_args: List[str], command: List[str]) -> List[str]:
     """The mpirun command line: n ranks per host; `env` exported to remote ranks too."""
     cmd = [mpirun, "-n", str(n * len(hosts))]
+    if open_mpi:
+        cmd += _open_mpi_flags(n * max(Counter(hosts).values()))
     if hostfile:
         cmd += ["--hostfile" if open_mpi else "-f", hostfile]
     for k, v in env.items():

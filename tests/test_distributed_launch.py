@@ -17,7 +17,8 @@ def test_threads_are_divided_among_local_ranks(monkeypatch):
     assert launch.thread_env(2, {"BRAZE_NUM_THREADS": "3"})["BRAZE_NUM_THREADS"] == "3"
 
 
-def test_command_for_mpich_and_open_mpi():
+def test_command_for_mpich_and_open_mpi(monkeypatch):
+    monkeypatch.setattr(launch, "_open_mpi_flags", lambda local_ranks: [])
     env = {"BRAZE_NUM_THREADS": "1"}
     cmd = launch.build_command("mpirun", ["a", "b"], 2, env, False, "hf", ["-v"], ["py", "t.py"])
     assert cmd == ["mpirun", "-n", "4", "-f", "hf", "-genv", "BRAZE_NUM_THREADS", "1", "-v",
@@ -26,6 +27,10 @@ def test_command_for_mpich_and_open_mpi():
     assert cmd == ["mpirun", "-n", "3", "-x", "BRAZE_NUM_THREADS=1", "t"]
     assert launch._hostfile_text(["a", "a", "b"], False) == "a:2\nb:1\n"
     assert launch._hostfile_text(["a"], True) == "a slots=1\n"
+    monkeypatch.undo()
+    monkeypatch.setattr(launch, "_cores", lambda: 2)
+    assert "--oversubscribe" in launch._open_mpi_flags(4)
+    assert "--oversubscribe" not in launch._open_mpi_flags(2)
 
 
 def test_clear_error_without_mpi(monkeypatch):

