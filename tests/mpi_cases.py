@@ -209,6 +209,13 @@ def case_donation():
     y = mx.distributed.all_sum(x) * scale
     mx.eval(y)
     assert mx.get_peak_memory() == only, (mx.get_peak_memory(), only)
+    del x, y
+    mx.reset_peak_memory()
+    base = mx.get_active_memory()
+    y = mx.distributed.all_sum(mx.ones((2048,)) * (R + 1))  # reduced in its input's buffer
+    mx.eval(y)
+    _eq(y, np.full(2048, N * (N + 1) / 2, np.float32), "donated all_sum")
+    assert mx.get_peak_memory() - base < 2 * 2048 * 4, mx.get_peak_memory() - base  # one buffer
 
 
 def case_shard_linear():
