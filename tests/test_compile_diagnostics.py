@@ -248,3 +248,60 @@ def test_lower_names_the_common_boundary_reasons():
     assert "an output of a row kernel" in fusion
     assert "Cos[4, 3]: not fused: a region of one primitive is not fused" in fusion
     assert "the constant 2.0: baked into the kernel" in fusion
+
+
+# -- item 7: shapeless slices that follow the input, scans ---------------------------------
+@pytest.mark.parametrize("fn", [
+    lambda x: x[:, :-1] * 2,
+    lambda x: x[1:] + x[:-1],
+    lambda x: x[::2, 1:],
+    lambda x: x[..., -3:],
+    lambda x: mx.cumsum(x, axis=-1),
+    lambda x: mx.cumprod(x[1:], axis=0, reverse=True),
+], ids=["end", "shifted", "strided", "ellipsis", "cumsum", "cumprod"])
+def test_shapeless_slices_and_scans_follow_the_input(fn):
+    import numpy as np
+    f = mx.compile(fn, shapeless=True)
+    for shape in ((4, 6), (7, 9), (5, 4)):
+        x = mx.array(np.random.default_rng(0).random(shape, dtype=np.float32))
+        got = f(x)
+        assert got.shape == fn(x).shape
+        np.testing.assert_allclose(np.asarray(got), np.asarray(fn(x)), rtol=1e-5)
+    assert f.stats()["traces"] == 1
+
+
+def test_shapeless_slice_gradient_follows_the_input():
+    import numpy as np
+    loss = lambda x: mx.sum(x[:, 1:] * x[:, :-1])  # noqa: E731
+    g = mx.compile(mx.grad(loss), shapeless=True)
+    for shape in ((3, 4), (5, 7)):
+        x = mx.ones(shape)
+        np.testing.assert_allclose(np.asarray(g(x)), np.asarray(mx.grad(loss)(x)))
+    assert g.stats()["traces"] == 1
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.reshape(x.shape[0] * x.shape[1]),
+    lambda x: x.reshape(x.shape[0], 1, x.shape[1]) + 1,
+    lambda x: mx.exp(x).reshape(x.shape[0] * x.shape[1], 1),
+], ids=["flatten", "insert-axis", "merge-to-column"])
+def test_shapeless_reshape_from_shape_arithmetic_follows_the_input(fn):
+    import numpy as np
+    f = mx.compile(fn, shapeless=True)
+    for shape in ((4, 6), (3, 5)):
+        x = mx.array(np.arange(np.prod(shape), dtype=np.float32).reshape(shape))
+        np.testing.assert_allclose(np.asarray(f(x)), np.asarray(fn(x)), rtol=1e-6)
+    assert f.stats()["traces"] == 1
+
+
+def test_shapeless_reshape_that_splits_an_axis_still_refuses_a_new_size():
+    f = mx.compile(lambda x: x.reshape(x.shape[0], 2, 3), shapeless=True)
+    f(mx.ones((4, 6)))
+    with pytest.raises(ValueError, match="reshape"):
+        f(mx.ones((4, 8)))  # (4, 2, 3) or (4, 2, 4)? the trace cannot tell
+
+
+def test_shapeless_reshape_to_a_literal_shape_that_fits_keeps_it():
+    f = mx.compile(lambda x: x.reshape(3, 4), shapeless=True)
+    f(mx.ones((2, 6)))
+    assert f(mx.ones((4, 3))).shape == (3, 4)  # as before: the requested shape fits

@@ -457,14 +457,16 @@ def _erase(fid, caches, record):
 
 class Entry:
     __slots__ = ("sig", "tape", "n_out", "out_def", "out_template", "sites", "counts",
-                 "single", "hits", "_plan")
+                 "single", "hits", "shapeless", "_plan")
 
-    def __init__(self, sig, tape, n_out, out_def, out_template, sites, counts):
+    def __init__(self, sig, tape, n_out, out_def, out_template, sites, counts,
+                 shapeless=False):
         sig.paths  # noqa: B018 -- computed now, so the entry does not keep the call's arrays
         sig._tree = None  # (they would leak and could never be donated)
         self.sig, self.tape, self.n_out = sig, tape, n_out
         self.out_def, self.out_template, self.sites = out_def, out_template, sites
         self.counts = counts
+        self.shapeless = shapeless
         self.hits = 0
         # the function returns one bare array: the call returns the replay's first output
         self.single = (n_out == 1 and len(out_template) == 1 and out_template[0] is _OUT
@@ -476,7 +478,7 @@ class Entry:
         """The replay plan (built on first use)."""
         p = self._plan
         if p is None:
-            p = self._plan = ReplayPlan(self.tape, self.sites)
+            p = self._plan = ReplayPlan(self.tape, self.sites, self.shapeless)
         return p
 
     def outputs(self, outs):
@@ -697,7 +699,8 @@ class CompiledFunction:
                   "after_fusion": _prim_counts(tape), "fused_kernels": kernels,
                   "row_kernels": rows, "fused_reductions": reductions,
                   "trace_seconds": t1 - t0, "pass_seconds": time.perf_counter() - t1}
-        return Entry(sig, tape, len(fun_outs), out_def, template, sites, counts)
+        return Entry(sig, tape, len(fun_outs), out_def, template, sites, counts,
+                     self._shapeless)
 
     def _may_trace(self, sig, entries) -> bool:
         """Whether a miss may trace: raises under `no_retrace` and past the retrace limit

@@ -69,7 +69,7 @@ class ReplayPlan:
 
     __slots__ = ("consts", "steps", "outs", "const_outs")
 
-    def __init__(self, tape, sites=None):
+    def __init__(self, tape, sites=None, shapeless=False):
         slot = {id(p): k for k, p in enumerate(tape.inputs)}
         nodes = tape.nodes
         node_ids = {id(a) for a in nodes}
@@ -86,8 +86,9 @@ class ReplayPlan:
         while i < m:
             a = nodes[i]
             refs = [slot[id(x)] for x in a._inputs]
+            prim = _following(a) if shapeless else a._prim
             # one or two inputs (nearly every node) are read by indexing, more by a getter
-            head = (a._prim, len(refs), *(refs + [0, 0])[:2],
+            head = (prim, len(refs), *(refs + [0, 0])[:2],
                     operator.itemgetter(*refs) if len(refs) > 2 else None)
             site = sites.get(id(a))
             sibs = a._siblings
@@ -135,6 +136,16 @@ class ReplayPlan:
         return outs
 
 
+def _following(a):
+    """The primitive a shapeless replay runs for node `a`: its own, or one whose shape
+    follows the input where the trace baked sizes computed from the traced ones (a
+    primitive's `following(input shape, output shape)`, e.g. Reshape's)."""
+    follow = getattr(a._prim, "following", None)
+    if follow is None or len(a._inputs) != 1:
+        return a._prim
+    return follow(tuple(a._inputs[0]._shape), tuple(a._shape)) or a._prim
+
+
 def _rebuilt(prim, ins, shape, dtype, site, shapeless):
     """A step's fresh outputs, re-inferring their shapes (shapeless: the function's name) and
     flagging them as tracers when a transform traces their inputs."""
@@ -151,5 +162,5 @@ def _rebuilt(prim, ins, shape, dtype, site, shapeless):
 
 def replay(tape, real_inputs, shapeless=False, sites=None, fun_name="fun"):
     """Fresh lazy outputs of `tape` applied to `real_inputs` (flat, in placeholder order)."""
-    plan = ReplayPlan(tape, sites)
+    plan = ReplayPlan(tape, sites, shapeless)
     return plan.run(list(real_inputs), fun_name if shapeless else None)

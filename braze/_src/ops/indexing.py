@@ -18,7 +18,14 @@ from ..casts import cast
 from ..prims.base import bind
 from ..prims.core import Broadcast
 from ..prims.indexing import Gather, GatherAxis, MaskedScatter, Scatter, ScatterAxis
-from ..prims.shape import DynamicSlice, DynamicSliceUpdate, SliceUpdate, Squeeze
+from ..prims.shape import (
+    DynamicSlice,
+    DynamicSliceUpdate,
+    RelativeSlice,
+    SliceUpdate,
+    Squeeze,
+)
+from ..scheduler import CompileTraces
 from ._helpers import as_array, astype, attach_methods, normalize_axis
 from ._helpers import broadcast_shapes as _bshapes
 from ._typing import ArrayLike, StreamOrDevice
@@ -141,7 +148,30 @@ def _len(sl):
 
 
 # -- getitem ----------------------------------------------------------------------------------
+def _relative_slices(ndim, idx):
+    """In a shapeless compile trace, an index of slices (and one ellipsis) as (start, stop,
+    step) per axis, bounds as written so they follow the input at replay; None otherwise."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    if not all(isinstance(x, _builtin_slice) or x is Ellipsis for x in items):
+        return None
+    if sum(x is Ellipsis for x in items) > 1 or len(items) - (Ellipsis in items) > ndim:
+        return None  # _parse raises the usual errors
+    k = items.index(Ellipsis) if Ellipsis in items else len(items)
+    full = [(None, None, None)] * (ndim - len(items) + (Ellipsis in items))
+    out = [(_slice_part(x.start, "getitem"), _slice_part(x.stop, "getitem"),
+            _slice_part(x.step, "getitem")) for x in items if x is not Ellipsis]
+    out = out[:k] + full + out[k:]
+    if any(t[2] == 0 for t in out):
+        return None
+    return tuple(out)
+
+
 def _getitem(self, idx):
+    rel = _relative_slices(self.ndim, idx) if CompileTraces.dynamic else None
+    if rel is not None:
+        if all(t == (None, None, None) for t in rel):
+            return self
+        return bind(RelativeSlice(rel), (self,))
     entries = _parse(self._shape, idx, "getitem")
     nd = self.ndim
     starts, stops, strides = [0] * nd, list(self._shape), [1] * nd

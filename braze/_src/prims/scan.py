@@ -45,7 +45,7 @@ def _complex_logaddexp_accumulate(x, ax):
 @dataclass(frozen=True)
 class Scan(Primitive):
     """Cumulative `reduce_type` along `axis` (non-negative)."""
-    reinfers_shape = False  # as in MLX
+    # the output has the input's shape (MLX refuses; braze re-infers it in shapeless replay)
 
     reduce_type: str
     axis: int

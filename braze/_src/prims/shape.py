@@ -121,6 +121,93 @@ class Reshape(_ReshapeRules, Primitive):
         x = _to_front(inputs[0], axes[0])
         return [ops.reshape(x, (x.shape[0],) + tuple(self.shape))], [0]
 
+    def following(self, in_shape, out_shape):
+        """For shapeless replay: a primitive whose output follows the input's sizes when
+        the requested shape was computed from the traced input's (`x.shape[0] * x.shape[1]`),
+        or None when the requested shape already follows (-1) or the dims do not line up."""
+        if -1 in self.shape:
+            return None
+        blocks = reshape_blocks(in_shape, out_shape)
+        return ReshapeFollowing(tuple(self.shape), blocks) if blocks else None
+
+
+def reshape_blocks(in_shape, out_shape):
+    """The reshape as blocks (input axes, output dims): each block's input axes hold the
+    elements of its output dims, in order (a merge: several axes into one dim; a copy; a
+    split: one axis into several dims); None when a size is 0 or the shapes do not pair up."""
+    if 0 in in_shape or 0 in out_shape:
+        return None
+    blocks, i, j, n, m = [], 0, 0, len(in_shape), len(out_shape)
+    while i < n or j < m:
+        if j < m and out_shape[j] == 1 and (i == n or in_shape[i] != 1):
+            blocks.append(((), (1,)))
+            j += 1
+            continue
+        if i < n and in_shape[i] == 1 and (j == m or out_shape[j] != 1):
+            blocks.append(((i,), ()))
+            i += 1
+            continue
+        if i == n or j == m:
+            return None
+        ins, outs, pi, pj = [i], [out_shape[j]], in_shape[i], out_shape[j]
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj and i < n:
+                ins.append(i)
+                pi, i = pi * in_shape[i], i + 1
+            elif pj < pi and j < m:
+                outs.append(out_shape[j])
+                pj, j = pj * out_shape[j], j + 1
+            else:
+                return None
+        blocks.append((tuple(ins), tuple(outs)))
+    return tuple(blocks)
+
+
+@dataclass(frozen=True)
+class ReshapeFollowing(Primitive):
+    """A reshape whose output dims follow the input (shapeless replay of a Reshape whose
+    shape came from the traced sizes, see `Reshape.following`). An input the requested
+    `shape` fits gets it, as Reshape would; otherwise a block of input axes merged into one
+    dim gives their product, and a split keeps its traced dims (its axes must hold them)."""
+
+    shape: tuple  # as requested at the trace
+    blocks: tuple  # ((input axes, traced output dims), ...), see reshape_blocks
+
+    def out_shape(self, in_shape):
+        if _prod(self.shape) == _prod(in_shape):
+            return self.shape
+        out = []
+        for axes, dims in self.blocks:
+            if len(dims) == 1:
+                out.append(_prod([in_shape[a] for a in axes]))
+            elif dims:
+                if _prod([in_shape[a] for a in axes]) != _prod(dims):
+                    raise ValueError(f"[reshape] Cannot split an axis of size "
+                                     f"{_prod([in_shape[a] for a in axes])} into {dims} (the "
+                                     "traced dims; use -1 for the one that follows).")
+                out.extend(dims)
+        return tuple(out)
+
+    def abstract_eval(self, x):
+        return [(self.out_shape(x.shape), x.dtype)]
+
+    def eval_cpu(self, x):
+        return [np.reshape(x, self.out_shape(x.shape))]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [reshape_like(cotangents[0], primals[0])]
+
+    def jvp(self, primals, tangents, argnums):
+        return [bind(self, (tangents[0],))]
+
+    def vmap(self, inputs, axes):
+        x = _to_front(inputs[0], axes[0])
+        n = x.shape[0]
+        shifted = tuple((tuple(a + 1 for a in ax), dims) for ax, dims in self.blocks)
+        prim = ReshapeFollowing((n,) + self.shape, (((0,), (n,)),) + shifted)
+        return [bind(prim, (x,))], [0]
+
 
 @dataclass(frozen=True)
 class ReshapeLike(Primitive):
@@ -393,6 +480,41 @@ class Slice(Primitive):
         return [bind(prim, (x,))], [0]
 
 
+def _relative(slices) -> tuple:
+    """Python slices from (start, stop, step) triples that may hold None and negatives."""
+    return tuple(slice(*t) for t in slices)
+
+
+def relative_shape(slices, shape) -> tuple:
+    return tuple(len(range(*slice(*t).indices(n))) for t, n in zip(slices, shape))
+
+
+@dataclass(frozen=True)
+class RelativeSlice(Primitive):
+    """x[slices] with the bounds as written (None, negatives from the end), resolved against
+    the input's shape each time: what basic slicing records in a shapeless compile trace, so
+    `x[:, :-1]` follows the input at replay (a Slice's bounds are fixed)."""
+
+    slices: tuple  # per axis (start, stop, step), None allowed
+
+    def abstract_eval(self, x):
+        return [(relative_shape(self.slices, x.shape), x.dtype)]
+
+    def eval_cpu(self, x):
+        return [x[_relative(self.slices)]]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x = primals[0]
+        return [bind(RelativeSliceUpdate(self.slices), (ops.zeros_like(x), cotangents[0]))]
+
+    def jvp(self, primals, tangents, argnums):
+        return [bind(self, (tangents[0],))]
+
+    def vmap(self, inputs, axes):
+        x = _to_front(inputs[0], axes[0])
+        return [bind(RelativeSlice(((None, None, None),) + self.slices), (x,))], [0]
+
+
 class InPlaceUpdate:
     """Mixin of an update primitive: its output is its first input with some elements
     rewritten by `write(buffer, *other inputs)`, in a copy of that input or, when nothing
@@ -407,6 +529,36 @@ class InPlaceUpdate:
 
     def eval_node(self, node):
         return eval_update(self, node)
+
+
+@dataclass(frozen=True)
+class RelativeSliceUpdate(InPlaceUpdate, Primitive):
+    """A copy of x with x[slices] = update, the bounds as RelativeSlice keeps them."""
+
+    slices: tuple
+
+    def abstract_eval(self, x, update):
+        return [(x.shape, x.dtype)]
+
+    def write(self, out, update):
+        out[_relative(self.slices)] = update
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, update = primals
+        ct = cotangents[0]
+        return [bind(self, (ct, ops.zeros_like(update))) if i == 0
+                else bind(RelativeSlice(self.slices), (ct,)) for i in argnums]
+
+    def jvp(self, primals, tangents, argnums):
+        x, update = primals
+        return [bind(self, (_tangent(tangents, argnums, 0, x),
+                            _tangent(tangents, argnums, 1, update)))]
+
+    def vmap(self, inputs, axes):
+        n = batch_size(inputs, axes)
+        x, update = (_batched(a, ax, n) for a, ax in zip(inputs, axes))
+        prim = RelativeSliceUpdate(((None, None, None),) + self.slices)
+        return [bind(prim, (x, update))], [0]
 
 
 @dataclass(frozen=True)
