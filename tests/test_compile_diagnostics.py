@@ -305,3 +305,20 @@ def test_shapeless_reshape_to_a_literal_shape_that_fits_keeps_it():
     f = mx.compile(lambda x: x.reshape(3, 4), shapeless=True)
     f(mx.ones((2, 6)))
     assert f(mx.ones((4, 3))).shape == (3, 4)  # as before: the requested shape fits
+
+
+def test_check_of_a_training_step_whose_first_call_creates_optimizer_state():
+    import braze.nn as nn
+    import braze.optimizers as optim
+    model, opt = nn.Linear(3, 2), optim.Adam(learning_rate=0.1)
+    state = [model.state, opt.state]
+
+    def step(x):
+        loss, grads = nn.value_and_grad(model, lambda m, x: mx.sum(m(x) ** 2))(model, x)
+        opt.update(model, grads)
+        return loss
+
+    cf = mx.compile(step, inputs=state, outputs=state, check=True)
+    for _ in range(4):
+        mx.eval(cf(mx.ones((4, 3))), model.parameters())
+    assert cf._checks_left == 0  # the first call created state and was not checked

@@ -935,23 +935,29 @@ class _CheckedCompiledFunction(CompiledFunction):
     last check the object becomes its plain class again, so later calls pay nothing."""
 
     def __call__(self, *args, **kwargs):
-        self._checks_left -= 1
-        if self._checks_left <= 0:
-            self.__class__ = self._plain
         if config.compile_disabled() or TraceState.depth:
             return self._plain.__call__(self, *args, **kwargs)
         implicit = [o for o in _IMPLICIT if not _declares(self._inputs, o)]
         before = _read_state(self._outputs, implicit)[0]
         out = self._plain.__call__(self, *args, **kwargs)
         after, held = _read_state(self._outputs, implicit)
+        if len(after) != len(before):
+            # the call created state (an optimizer's first step), which cannot be put back
+            # for the uncompiled run: a later call is checked instead
+            return out
+        self._checks_left -= 1
+        if self._checks_left <= 0:
+            self.__class__ = self._plain
         got = [(p, x, x._prim) for p, x in diag.output_paths(out)]  # producers before eval
         _fill_state(self._outputs, held, before)
         expected = diag.output_paths(self._fun(*args, **kwargs))
         now, held = _read_state(self._outputs, implicit)
         _fill_state(self._outputs, held, after)
+        names = [p for p, _ in _state_paths(self._outputs, "outputs", [])] if (
+            self._outputs is not None) else []
+        names += [f"implicit state {i}" for i in range(len(after) - len(names))]
         problem = diag.compare_outputs(got, expected) or diag.compare_outputs(
-            [(f"state {i}", x, x._prim) for i, x in enumerate(after)],
-            [(f"state {i}", x) for i, x in enumerate(now)])
+            [(n, x, x._prim) for n, x in zip(names, after)], list(zip(names, now)))
         if problem:
             raise CompileCheckError(f"[compile] check of `{self._name}`{self._where()}: the "
                                     f"compiled call differs from the uncompiled one: {problem}")
