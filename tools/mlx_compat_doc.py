@@ -53,7 +53,8 @@ def main(mlx_path, braze_path):
            f"{mlx.get('impl_version', '')} (`mlx[cpu]`) on the same machine, "
            f"{braze['date'][:10]}, by `../shared/tools/mlx_tests.py`. Skipped tests need a "
            "Metal or CUDA device (or a package that is not installed) and skip on both; "
-           "MLX's MPI tests (`mpi_test_distributed.py`) run under mpirun on 8 ranks and pass 13/13 (command in docs/distributed.md).", "",
+           "MLX's MPI tests (`mpi_test_distributed.py`) run under mpirun on 8 ranks and pass "
+           "13/13 (command in docs/distributed.md).", "",
            "The table is Python 3.11 (what CI runs). On Python 3.12+, where a Python class can "
            "export a buffer (PEP 688), test_array.py passes 77 of MLX's 79 (measured with "
            "Python 3.13.0 on the same commit); the two left are explained below.", "",
