@@ -7,10 +7,16 @@ directly; otherwise look the signature up in the thread-local cache, trace on a 
 write the captured `outputs=` back. See docs/compile.md.
 
 One call path: every call reads the captured state, finds its cache entry and runs the entry's
-`ReplayPlan`. Finding the entry is quick for a call made only of positional arrays: it is
-checked against the last call's record (`_Memo`: thread cache and its generation, each input's
-shape and dtype) before any flattening or signature hashing. `clear_cache` and the death of a
-compiled function bump the thread cache's generation, which retires the records.
+`ReplayPlan`. Finding the entry is quick for a call made only of positional arrays (keywords
+that continue them are moved in first): it is checked against the last call's record (`_Memo`:
+thread cache and its generation, each input's shape and dtype) before any flattening or
+signature hashing. `clear_cache` and the death of a compiled function bump the thread cache's
+generation, which retires the records. Entries are keyed by the function's id (a bound
+method's: its function's and instance's), at most BRAZE_COMPILE_CACHE_SIZE per function.
+
+Diagnostics that must not slow the call path live in subclasses an instance takes only while
+they apply: `_TimedCompiledFunction` (BRAZE_COMPILE_REPORT) and `_CheckedCompiledFunction`
+(check=True, left after the checked calls).
 """
 from __future__ import annotations
 
@@ -517,7 +523,8 @@ def _kernel_counts(tape) -> tuple:
 
 # -- the compiled function ---------------------------------------------------------------------
 class CompiledFunction:
-    """What `mx.compile(fun)` returns. Calls like `fun`; `stats()` reports the cache."""
+    """What `mx.compile(fun)` returns. Calls like `fun`; `stats()` and `cache_info()` report
+    the cache, `lower()` / `lower_for()` show what a call would compile to."""
 
     def __init__(self, fun, inputs=None, outputs=None, shapeless=False, on_limit="warn",
                  check=False):
@@ -651,6 +658,7 @@ class CompiledFunction:
         while bound and len(entries) > bound:
             del entries[next(iter(entries))]
             self._record.evictions += 1
+
     # -- a cache miss ---------------------------------------------------------------------
     def _trace(self, sig, leaves, treedef, arrays, cap, implicit, entries):
         self._note_miss(sig, entries)

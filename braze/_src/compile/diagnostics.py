@@ -1,8 +1,13 @@
 """Compile diagnostics: why a call missed the cache, debug printing and dumps.
 
-BRAZE_DEBUG=1 prints one line per cache miss naming the function, the call site and what
-changed against the closest cached entry; 2 adds the traced tape; 3 the tape after each pass.
-BRAZE_DUMP_DIR writes the same texts to files.
+BRAZE_DEBUG=1 prints one line per cache miss naming the function, its definition, the call
+site and what changed against the closest cached entry (arguments by parameter name); 2 adds
+the traced tape; 3 the tape after each pass. BRAZE_DUMP_DIR writes the same texts to files.
+
+Also here: the per-function `Record` (trace counts and times, outliving the function), the
+compile-in-a-loop warning, the BRAZE_COMPILE_REPORT exit summary, `CompileStats` /
+`CacheEntryInfo` (f.stats(), f.cache_info()), the comparison behind check=True and `Lowered`
+(f.lower(): the fusion decisions and kernels).
 """
 from __future__ import annotations
 
