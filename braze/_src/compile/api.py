@@ -321,12 +321,13 @@ def _leaf_key(x, shapeless):
 
 class Signature:
     """What a cache entry is keyed on (the argument tree, each leaf's shape and dtype or a
-    constant's value, the captured state), plus paths for diagnostics."""
+    constant's value, the captured state), plus paths for diagnostics (`names`: the
+    function's positional parameter names and *args name, see _param_names)."""
 
     __slots__ = ("treedef", "leaf_keys", "cap_keys", "extra", "key", "_paths", "_tree",
                  "_names")
 
-    def __init__(self, treedef, leaf_keys, cap_keys, extra, tree, names=((), None)):
+    def __init__(self, treedef, leaf_keys, cap_keys, extra, tree, names):
         self.treedef = treedef
         self.leaf_keys = leaf_keys
         self.cap_keys = cap_keys
