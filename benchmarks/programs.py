@@ -168,8 +168,8 @@ def available_libs(wanted):
 
 def run_cell(job, timeout, tmp):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([HERE, ROOT] + [p for p in
-                                        [env.get("PYTHONPATH")] if p])
+    # the caller's PYTHONPATH first: it may name another braze (a snapshot of a revision)
+    env["PYTHONPATH"] = os.pathsep.join([p for p in [env.get("PYTHONPATH")] if p] + [HERE, ROOT])
     lib = job["lib"]
     env["BENCH_LIB"] = "mlx" if lib == "mlx" else ("torch" if lib.startswith("torch")
                                                   else "braze")
@@ -361,6 +361,9 @@ def parse_args(argv):
     ap.add_argument("--timeout", type=float, default=900, help="seconds per child process")
     ap.add_argument("--json", help="append JSON lines to this file")
     ap.add_argument("--plot", help="write a PNG of the braze/MLX ratios")
+    ap.add_argument("--report", metavar="JSONL",
+                    help="run nothing: print the tables (and --plot) of the result records in "
+                         "these JSON lines (files of several runs merge; the last record wins)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -391,6 +394,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.worker is not None:
         return _worker_main(args.worker)
+    if args.report:
+        return report(args)
     libs, missing = available_libs(args.libs)
     if missing:
         print(f"not installed, columns left out: {', '.join(missing)}", file=sys.stderr)
@@ -426,18 +431,7 @@ def main(argv=None) -> int:
                   f"{row_name(p, s, 'step')} {lib} {c}: {what}  (load {rec['load'][0]})",
                   file=sys.stderr, flush=True)
     print()
-    print_tables(res, rows, libs, sorted(args.conditions, key=CONDITIONS.index))
-    lines, misses = targets(res, rows, args.conditions)
-    if lines:
-        print("targets (issue 15): braze ≥ 2× MLX warm, ≥ MLX cold, busy ≤ 1.3× its quiet time")
-        print("\n".join(lines))
-        print(f"  {len(misses)} missed" if misses else "  all met")
-    errors = [r for r in res.recs if r["status"] != "ok"]
-    if errors:
-        print("\nproblems:")
-        for r in errors:
-            print(f"  {row_name(r['program'], r['size'] or None, 'step')} {r['lib']} "
-                  f"{r['condition']}: {r.get('error', r['status'])}")
+    errors = summary(res, rows, libs, args.conditions)
     load1 = _load()
     print(f"\nload average at end: {load1}  (start: {load0}); "
           f"{time.perf_counter() - t_start:.0f}s in all")
@@ -450,6 +444,52 @@ def main(argv=None) -> int:
         if plot(res, rows, sorted(args.conditions, key=CONDITIONS.index), args.plot):
             print(f"plot: {args.plot}")
     return 0 if not errors else 1
+
+
+def summary(res, rows, libs, conditions):
+    """Print the tables, the targets and the problems; return the failed records."""
+    print_tables(res, rows, libs, sorted(conditions, key=CONDITIONS.index))
+    lines, misses = targets(res, rows, conditions)
+    if lines:
+        print("targets (issue 15): braze ≥ 2× MLX warm, ≥ MLX cold, busy ≤ 1.3× its quiet time")
+        print("\n".join(lines))
+        print(f"  {len(misses)} missed" if misses else "  all met")
+    errors = [r for r in res.recs if r["status"] != "ok"]
+    if errors:
+        print("\nproblems:")
+        for r in errors:
+            print(f"  {row_name(r['program'], r['size'] or None, 'step')} {r['lib']} "
+                  f"{r['condition']}: {r.get('error', r['status'])}")
+    return errors
+
+
+def report(args):
+    """Tables from stored records (several runs merge; later records replace earlier ones)."""
+    res, metas, seen = Results(), [], {}
+    for path in args.report.split(","):
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("bench") != "programs":
+                    continue
+                if r["kind"] == "meta":
+                    metas.append(r)
+                elif r["kind"] == "result":
+                    seen[(r["program"], r["size"], r["lib"], r["condition"], r["dtype"])] = r
+    res.recs = list(seen.values())[::-1]  # `cell` returns the first match: newest first
+    for m in metas:
+        print(f"run {m['date']}: libs {', '.join(m['libs'])}; load average at start "
+              f"{m['load_start']}, at end {m.get('load_end')}" + ("  (quick)" if m["quick"]
+                                                                    else ""))
+    present = {(r["program"], r["size"] or None) for r in res.recs}
+    rows = [r for r in rows_of(PROGRAMS, SIZES) if r in present]
+    libs = [lib for lib in LIBS if any(r["lib"] == lib for r in res.recs)]
+    conds = [c for c in CONDITIONS if any(r["condition"] == c for r in res.recs)]
+    print()
+    summary(res, rows, libs, conds)
+    if args.plot and plot(res, rows, conds, args.plot):
+        print(f"plot: {args.plot}")
+    return 0
 
 
 if __name__ == "__main__":
