@@ -28,11 +28,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import braze.core as mx
 import braze.nn as nn
 from braze._src import config
 from braze._src.compile import pipeline
+
+# every repeat compiles afresh on purpose: the compile-in-a-loop warning is expected here
+warnings.filterwarnings("ignore", message=r"\[compile\] mx.compile wraps")
 
 WORKLOADS = ("chain", "mlp", "transformer")
 PASS_NAMES = tuple(p.name for p in pipeline.PASSES)

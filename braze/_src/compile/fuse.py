@@ -30,7 +30,7 @@ import numpy as np
 from ..array import node
 from .compiled import Compiled
 from .kernel_ir import IRInput, IROp, KernelIR
-from .tape import Tape, consumers, replace_input
+from .tape import Tape, replace_input
 
 MAX_DEPTH = 11
 MAX_ARRAYS = 24
@@ -57,8 +57,12 @@ class _Uses:
     """
 
     def __init__(self, nodes):
-        self.of = {x: {(id(a), slot): (a, slot) for a, slot in uses}
-                   for x, uses in consumers(nodes).items()}
+        # built directly rather than from tape.consumers: this map is the pass's own, updated
+        # as regions are replaced, and building it once per trace is a tenth of the pass
+        self.of = {}
+        for a in nodes:
+            for slot, x in enumerate(a._inputs):
+                self.of.setdefault(id(x), {})[(id(a), slot)] = (a, slot)
         self.inner = {}
 
     def join(self, a):

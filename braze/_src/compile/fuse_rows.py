@@ -229,12 +229,6 @@ def rewire_shape_reads(tape: Tape) -> None:
 
 
 # -- grouping --------------------------------------------------------------------------------
-def _consumers(nodes):
-    """id(x) -> the nodes reading x, each once."""
-    return {x: list({id(a): a for a, _ in uses}.values())
-            for x, uses in consumers(nodes).items()}
-
-
 def _grow(seed, space, nodes, pos, cons, taken, output_ids):
     """The members (ids -> row flag) of the region around `seed`, or None."""
     # roots: the ends of the forward closure of the seed through qualifying nodes
@@ -390,7 +384,7 @@ def fuse_rows(tape: Tape) -> Tape:
     if not any(_reduction_space(a) is not None for a in nodes):
         return tape
     pos = {id(a): i for i, a in enumerate(nodes)}
-    cons = _consumers(nodes)
+    cons = consumers(nodes, slots=False)
     output_ids = {id(o) for o in tape.outputs}
     taken = set()
     regions = []

@@ -178,12 +178,17 @@ def rewire(tape: Tape, subst: dict) -> None:
 
 
 # -- graph questions --------------------------------------------------------------------------
-def consumers(nodes) -> dict:
-    """id(x) -> [(consumer, slot), ...] for every input slot of `nodes`, in tape order."""
+def consumers(nodes, slots: bool = True) -> dict:
+    """id(x) -> [(consumer, slot), ...] for every input slot of `nodes`, in tape order; with
+    `slots=False`, id(x) -> [consumer, ...], each consumer once."""
     out = {}
     for a in nodes:
         for slot, x in enumerate(a._inputs):
-            out.setdefault(id(x), []).append((a, slot))
+            lst = out.setdefault(id(x), [])
+            if slots:
+                lst.append((a, slot))
+            elif not lst or lst[-1] is not a:  # a node's slots are adjacent
+                lst.append(a)
     return out
 
 
