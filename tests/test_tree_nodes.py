@@ -89,3 +89,12 @@ def test_register_checks_its_arguments():
         register_pytree_node(KVCache(1, 2, 3), len, len)
     with pytest.raises(TypeError, match="callable"):
         register_pytree_node(KVCache, None, len)
+
+
+def test_leaf_paths_name_every_leaf_in_flatten_order():
+    tree = {"p": Params(1, 2), "kv": KVCache(3, 4, 0), "l": [5, (6,)]}
+    paths = T.leaf_paths(tree, "out")
+    assert [v for _, v in paths] == T.flatten(tree)[0]
+    assert [p for p, _ in paths] == ["out['p'].w", "out['p'].b", "out['kv'][0]",
+                                     "out['kv'][1]", "out['l'][0]", "out['l'][1][0]"]
+    assert [p for p, _ in T.leaf_paths({"p": Params(1, 2)}, nodes=False)] == ["['p']"]

@@ -25,7 +25,7 @@ from itertools import zip_longest
 from typing import Any, Callable, Optional
 
 __all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "map_structure",
-           "register_pytree_node", "tree_map", "tree_map_with_path", "tree_flatten",
+           "register_pytree_node", "leaf_paths", "tree_map", "tree_map_with_path", "tree_flatten",
            "tree_unflatten", "tree_reduce", "tree_merge"]
 
 
@@ -128,6 +128,35 @@ def node_parts(tree):
     children, aux = rules[0](tree)
     unflatten_fn = rules[1] or _dataclass_unflatten(type(tree))
     return list(children), lambda new: unflatten_fn(aux, new)
+
+
+def leaf_paths(tree, prefix: str = "", is_leaf: Optional[Callable] = None,
+               nodes: bool = True) -> list:
+    """[(path, leaf), ...] in `flatten`'s order, paths written as Python would index them:
+    `prefix[0]['w']`, a dataclass field as `.name` (with `nodes=False`, dataclasses and
+    registered containers are leaves, as for MLX's functions)."""
+    out = []
+    _leaf_paths(tree, prefix, is_leaf, nodes, out)
+    return out
+
+
+def _leaf_paths(tree, path, is_leaf, nodes, out):
+    if is_leaf is not None and is_leaf(tree):
+        out.append((path, tree))
+    elif isinstance(tree, (list, tuple)):
+        for i, v in enumerate(tree):
+            _leaf_paths(v, f"{path}[{i}]", is_leaf, nodes, out)
+    elif isinstance(tree, dict):
+        for k, v in tree.items():
+            _leaf_paths(v, f"{path}[{k!r}]", is_leaf, nodes, out)
+    elif nodes and _node_rules(tree) is not None:
+        children, aux = _node_rules(tree)[0](tree)
+        names = aux[0] if _node_rules(tree) is _DATACLASS else range(len(children))
+        for name, v in zip(names, children):
+            sub = f"{path}.{name}" if isinstance(name, str) else f"{path}[{name}]"
+            _leaf_paths(v, sub, is_leaf, nodes, out)
+    else:
+        out.append((path, tree))
 
 
 def _dataclass_flatten(obj):

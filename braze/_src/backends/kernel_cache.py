@@ -75,31 +75,29 @@ def _warn_once(msg: str) -> None:
         warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
-def _safe(path: str) -> bool:
-    """A directory we may load code from: ours, not a symlink target of others, and not
-    writable by group or others."""
+def _private(path: str, stat_fn, is_kind) -> bool:
+    """`path` (as `stat_fn` sees it) is of kind `is_kind`, ours, and not writable by group or
+    others."""
     try:
-        st = os.stat(path)
+        st = stat_fn(path)
     except OSError:
         return False
-    if not stat.S_ISDIR(st.st_mode):
+    if not is_kind(st.st_mode):
         return False
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return False
     return not (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _safe(path: str) -> bool:
+    """A directory we may load code from: ours (a symlink is followed to what it names) and
+    not writable by group or others."""
+    return _private(path, os.stat, stat.S_ISDIR)
 
 
 def private_file(path: str) -> bool:
     """A file we may load: a regular file of this user that group and others cannot write."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    if not stat.S_ISREG(st.st_mode):
-        return False
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return False
-    return not (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    return _private(path, os.lstat, stat.S_ISREG)
 
 
 def _inside(path: str, root: str) -> bool:

@@ -173,18 +173,10 @@ def _update_state(tree, fn):
 def _state_paths(tree, path, out) -> list:
     """(path, array) for each array of a captured tree, in flatten order; `path` names the
     tree, e.g. "inputs" gives "inputs['layers'][0]['weight']"."""
-    if _is_sentinel(tree):
-        v = tree.__braze_capture__()
+    for p, v in T.leaf_paths(tree, path, is_leaf=_is_sentinel, nodes=False):
+        v = v.__braze_capture__() if _is_sentinel(v) else v
         if isinstance(v, array):
-            out.append((path, v))
-    elif isinstance(tree, array):
-        out.append((path, tree))
-    elif isinstance(tree, (list, tuple)):
-        for i, v in enumerate(tree):
-            _state_paths(v, f"{path}[{i}]", out)
-    elif isinstance(tree, dict):
-        for k, v in tree.items():
-            _state_paths(v, f"{path}[{k!r}]", out)
+            out.append((p, v))
     return out
 
 

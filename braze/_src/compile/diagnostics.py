@@ -303,25 +303,9 @@ def output_paths(tree) -> list:
 
 
 def _output_paths(tree, path, out):
-    leaves, treedef = T.flatten(tree)
-    names = []
-    _name_leaves(T.unflatten(treedef, list(range(len(leaves)))), path, names)
-    for name, x in zip(names, leaves):
+    for name, x in T.leaf_paths(tree, path):
         if hasattr(x, "_prim"):
             out.append((name or "(the result)", x))
-
-
-def _name_leaves(tree, path, out):
-    if isinstance(tree, int):
-        out.append(path)
-    elif isinstance(tree, (list, tuple)):
-        for i, v in enumerate(tree):
-            _name_leaves(v, f"{path}[{i}]", out)
-    elif isinstance(tree, dict):
-        for k, v in tree.items():
-            _name_leaves(v, f"{path}[{k!r}]", out)
-    else:
-        out.append(path)
 
 
 #: (rtol, atol) by float dtype name; other dtypes compare exactly
