@@ -2,9 +2,9 @@
 
 With a usable disk cache, the source is written (atomically) to
 `<cache>/<version>/cpu/k_<hash>.py`, where `<hash>` covers the source and `identity` (braze,
-Numba, llvmlite versions, the CPU and the runtime/mathlib sources), and executed as a module
-whose kernel is decorated with `cache=True`: Numba's own cache (in `__pycache__` beside it)
-then stores the machine code, and a second process loads it instead of compiling. A manifest
+Numba, llvmlite versions, the CPU and the kernel-side library and renderer sources), and
+executed as a module whose kernel is decorated with `cache=True`: Numba's own cache (in
+`__pycache__` beside it) then stores the machine code, and a second process loads it instead of compiling. A manifest
 (`k_<hash>.json`) records the SHA-256 of the source and of Numba's cache files; an entry
 whose files do not match it is deleted and rebuilt before Numba reads anything.
 
@@ -86,7 +86,7 @@ class NumbaCompiler(Compiler):
         from braze import __version__
         self.identity = (f"braze {__version__}; numba {numba.__version__}; "
                          f"llvmlite {llvmlite.__version__}; cpu {_cpu_identity()}; "
-                         f"runtime {_source_files_hash()}")
+                         f"sources {_source_files_hash()}")
 
     # -- disk --------------------------------------------------------------------------------
     def directory(self):
