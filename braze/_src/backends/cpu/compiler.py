@@ -4,9 +4,10 @@ With a usable disk cache, the source is written (atomically) to
 `<cache>/<version>/cpu/k_<hash>.py`, where `<hash>` covers the source and `identity` (braze,
 Numba, llvmlite versions, the CPU and the kernel-side library and renderer sources), and
 executed as a module whose kernel is decorated with `cache=True`: Numba's own cache (in
-`__pycache__` beside it) then stores the machine code, and a second process loads it instead of compiling. A manifest
-(`k_<hash>.json`) records the SHA-256 of the source and of Numba's cache files; an entry
-whose files do not match it is deleted and rebuilt before Numba reads anything.
+`__pycache__` beside it) then stores the machine code, and a second process loads it instead
+of compiling. A manifest (`k_<hash>.json`) records the SHA-256 of the source and of Numba's
+cache files; an entry whose files do not match it is deleted and rebuilt before Numba reads
+anything.
 
 Without a disk cache (refused directory, read-only home), the source is compiled in memory.
 
