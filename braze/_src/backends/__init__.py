@@ -18,5 +18,14 @@ def _cpu():
 
 register("cpu", _cpu)
 
+
+def _cuda():
+    """CUDA kernels through NVRTC; not available (falls back to cpu) until it can launch."""
+    from .cuda import CudaBackend
+    return CudaBackend()
+
+
+register("cuda", _cuda)
+
 __all__ = ["base", "Backend", "Compiler", "Program", "Variant", "get", "register",
            "registered", "NumpyBackend"]
