@@ -179,3 +179,11 @@ def _gpu_arch() -> str:
     _, major = driver.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
     _, minor = driver.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
     return f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+
+
+def test_golden_sources_compile(nvrtc):
+    import pathlib
+    golden = sorted((pathlib.Path(__file__).parent / "cuda_golden").glob("*.cu"))
+    assert golden
+    cubin = nvrtc.build_batch([p.read_text() for p in golden])
+    assert cubin[:4] == b"\x7fELF"

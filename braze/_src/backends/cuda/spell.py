@@ -95,7 +95,7 @@ def cast(a: str, src, dst) -> str:
         return f"{T}({a} ? 1 : 0)"
     if kd == "f":
         if d in HALF:  # through float32 from every dtype (braze's cast, as MLX)
-            return f"{ROUND[d]}(float({a}))"
+            return f"{ROUND[d]}({a if COMPUTE[s] == 'float' else f'float({a})'})"
         return a if COMPUTE[s] == T else f"{T}({a})"
     if ks in "ui":
         return f"{T}({a})"  # keeps the low bits (modular)
