@@ -25,6 +25,7 @@ from ..array import TraceState
 from ..prims.base import Primitive, bind, ops
 from ..transforms.autodiff import expanded_jvp, expanded_vjp
 from ..transforms.vmap import expanded_vmap
+from . import notice
 from .kernel_ir import KernelIR
 
 _getrefcount = sys.getrefcount
@@ -79,6 +80,8 @@ class Compiled(Primitive):
 
     ir: KernelIR
     _shapes: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    #: the compiled function whose trace made the region (named in build notices)
+    origin: str = field(default="", compare=False, hash=False, repr=False)
 
     #: the scheduler calls `eval_node(node)` (donation needs the node, not just its buffers)
     node_eval = True
@@ -112,6 +115,7 @@ class Compiled(Primitive):
     # -- evaluation ----------------------------------------------------------------------------
     def eval_cpu(self, *xs) -> list:
         """Evaluate on NumPy buffers (no donation: the buffers' owners are unknown here)."""
+        notice.evaluating(self.origin)
         return backend().run_compiled(self.ir, xs, None, None)
 
     def eval_node(self, node) -> list:
@@ -125,6 +129,7 @@ class Compiled(Primitive):
         # a row region's outputs may be per-row: the backend wants the region's full shape
         shape = (node._shape if not self.ir.reduce_ndim
                  else self.output_shape([x._shape for x in ins]))
+        notice.evaluating(self.origin)
         outs = backend().run_compiled(self.ir, xs, shape, donatable)
         if donatable:
             _move_byte_counts(ins, xs, outs)

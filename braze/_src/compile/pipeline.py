@@ -14,6 +14,7 @@ passes (benchmarks/compile_latency.py times each one).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -23,6 +24,7 @@ from . import fuse as F
 from . import fuse_rows as FR
 from . import row_algorithms as RA
 from . import simplify as S
+from .compiled import Compiled
 from .tape import Tape
 
 
@@ -73,7 +75,18 @@ def run(tape: Tape, groups=None, name: str = "", trace_no: int = 0) -> Tape:
             diag.show_unchanged(name, trace_no, p.name)
         else:
             diag.show_tape(name, trace_no, f"after {p.name}", tape, 3)
+    _name_regions(tape, name)
     return tape
+
+
+def _name_regions(tape: Tape, name: str) -> None:
+    """Each new fused region's node records the compiled function it comes from."""
+    for a in tape.nodes:
+        prim = a._prim
+        if isinstance(prim, Compiled) and not prim.origin and not a._idx:
+            named = dataclasses.replace(prim, origin=name)
+            for s in a._siblings if a._siblings is not None else (a,):
+                s._prim = named
 
 
 def _fingerprint(tape: Tape) -> tuple:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from ... import config
+from ...compile import notice
 from .. import kernel_cache as KC
 from ..base import Backend, Program
 from . import launch
@@ -128,6 +129,7 @@ class CpuBackend(Backend):
         source = render_kernel(ir, variant)
         fn, how = self.compiler.compile(source, name)
         dt = time.perf_counter() - t0
+        notice.kernel_built(dt, how == "built")
         if cfg.debug >= 1 or cfg.dump_dir:
             from ...compile.diagnostics import emit
             if cfg.debug >= 1:
