@@ -4,13 +4,13 @@
 //   in1: float32
 //   c2: float64 = float('-inf')
 //   t0: float32 = AsType(dtype=braze.core.float32)(in0)
-//   t1: float32 = Subtract()(t0, in1)
+//   t1: float32 = Subtract(t0, in1)
 //   t2: bfloat16 = AsType(dtype=braze.core.bfloat16)(t1)
 //   t3: float64 = AsType(dtype=braze.core.float64)(in1)
-//   t4: float64 = Maximum()(t3, c2)
+//   t4: float64 = Maximum(t3, c2)
 //   return t2, t4
 //   shape: broadcast of the input shapes
-#include "braze/prelude.cuh"
+#include "braze/half.cuh"
 
 namespace {
 

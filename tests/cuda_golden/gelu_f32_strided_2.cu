@@ -4,11 +4,11 @@
 //   in1: float32
 //   c2: float32 = 1.0
 //   in3: float32
-//   t0: float32 = Multiply()(in0, in1)
-//   t1: float32 = Erf()(t0)
-//   t2: float32 = Add()(t1, c2)
-//   t3: float32 = Multiply()(in0, in3)
-//   t4: float32 = Multiply()(t3, t2)
+//   t0: float32 = Multiply(in0, in1)
+//   t1: float32 = Erf(t0)
+//   t2: float32 = Add(t1, c2)
+//   t3: float32 = Multiply(in0, in3)
+//   t4: float32 = Multiply(t3, t2)
 //   return t4
 //   shape: broadcast of the input shapes
 #include "braze/prelude.cuh"

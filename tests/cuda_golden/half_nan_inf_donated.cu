@@ -4,15 +4,15 @@
 //   in1: float16
 //   c2: float16 = float('inf')
 //   c3: float32 = float('nan')
-//   t0: float16 = Exp()(in0)
-//   t1: float16 = Multiply()(t0, in1)
-//   t2: float16 = Maximum()(t1, c2)
+//   t0: float16 = Exp(in0)
+//   t1: float16 = Multiply(t0, in1)
+//   t2: float16 = Maximum(t1, c2)
 //   t3: float32 = AsType(dtype=braze.core.float32)(t2)
-//   t4: float32 = Add()(t3, c3)
+//   t4: float32 = Add(t3, c3)
 //   t5: int8 = AsType(dtype=braze.core.int8)(t4)
 //   return t2, t5
 //   shape: broadcast of the input shapes
-#include "braze/prelude.cuh"
+#include "braze/half.cuh"
 
 namespace {
 

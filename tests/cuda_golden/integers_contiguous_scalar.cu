@@ -4,15 +4,15 @@
 //   in1: int32
 //   in2: float64
 //   c3: int64 = -9223372036854775808
-//   t0: int32 = FloorDivide()(in0, in1)
-//   t1: int32 = Remainder()(in0, in1)
-//   t2: int32 = LeftShift()(t0, in1)
-//   t3: int32 = RightShift()(t1, in1)
-//   t4: int32 = Power()(t2, t3)
+//   t0: int32 = FloorDivide(in0, in1)
+//   t1: int32 = Remainder(in0, in1)
+//   t2: int32 = LeftShift(t0, in1)
+//   t3: int32 = RightShift(t1, in1)
+//   t4: int32 = Power(t2, t3)
 //   t5: uint64 = AsType(dtype=braze.core.uint64)(in2)
 //   t6: uint32 = AsType(dtype=braze.core.uint32)(in2)
 //   t7: int64 = AsType(dtype=braze.core.int64)(in2)
-//   t8: int64 = Subtract()(t7, c3)
+//   t8: int64 = Subtract(t7, c3)
 //   return t4, t5, t6, t8
 //   shape: broadcast of the input shapes
 #include "braze/prelude.cuh"

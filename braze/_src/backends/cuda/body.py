@@ -12,6 +12,7 @@ arithmetic is written once per kernel whatever the loads. Names: `x{k}` an input
 from __future__ import annotations
 
 from . import spell
+from .prelude import HALF_NAME as HALF
 from .prelude import NAME as PRELUDE
 
 
@@ -95,6 +96,7 @@ class Body:
         ir = self.ir
         head = [f"// {title} (IR key {ir.key})", "//"]
         head += ["// " + ln for ln in str(ir).splitlines()[1:]]
-        head += [f'#include "{PRELUDE}"', "", "namespace {", ""]
+        half = any(ir.dtype_of(r).name in spell.HALF for r in range(ir.n_inputs + len(ir.ops)))
+        head += [f'#include "{HALF if half else PRELUDE}"', "", "namespace {", ""]
         head += self.function() + ["", "}  // namespace", ""]
         return "\n".join(head + lines) + "\n"

@@ -4,8 +4,10 @@ wheel, called through `cuda-bindings`), and `cuda_fp16.h` / `cuda_bf16.h` come f
 `nvidia-cuda-runtime` wheel's include directory (the `cuda` extra installs all three).
 
 Options: `--gpu-architecture=sm_XX` (default `sm_90a`, the H100/H200's; `BRAZE_CUDA_ARCH` or
-the `arch` argument change it), `-std=c++17`, `-default-device`, no fast math (NaN/Inf and
-the math library's accuracy are part of the semantics).
+the `arch` argument change it), `-std=c++17`, `-default-device`, `--fmad=false` (`a * b + c`
+stays two correctly rounded operations, as in the cpu kernels, so arithmetic matches the cpu
+backend bit for bit; the kernels are memory-bound), no fast math (NaN/Inf and the math
+library's accuracy are part of the semantics).
 
 The disk cache: `${BRAZE_CACHE_DIR:-~/.cache/braze}/<braze version>/cuda/c_<hash>.cubin`,
 `<hash>` the SHA-256 of the source, the prelude, the architecture, the options and NVRTC's
@@ -91,10 +93,10 @@ class NvrtcCompiler(Compiler):
             raise NvrtcError("[cuda] cuda_fp16.h not found: install the `cuda` extra "
                              "(nvidia-cuda-runtime) or set CUDA_HOME.")
         self.options = [f"--gpu-architecture={self.arch}", "-std=c++17", "-default-device",
-                        f"--include-path={self.include}"]
+                        "--fmad=false", f"--include-path={self.include}"]
         self.identity = (f"braze {__version__}; nvrtc {nvrtc_version()}; arch {self.arch}; "
-                         f"prelude {KC.sha256(prelude.SOURCE)[:16]}; options "
-                         + " ".join(self.options[:3]))
+                         f"prelude {KC.sha256(''.join(prelude.HEADERS.values()))[:16]}; options "
+                         + " ".join(self.options[:4]))
 
     # -- NVRTC -------------------------------------------------------------------------------
     def build(self, source: str, name: str = "kernel", fast: bool = False) -> bytes:
@@ -102,9 +104,11 @@ class NvrtcCompiler(Compiler):
         `--Ofast-compile=max` (NVRTC's quickest build: the whole front end and code generation,
         little optimisation), for tests that only prove a kernel compiles."""
         nvrtc = _nvrtc()
-        prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 1,
-                                               [prelude.SOURCE.encode()],
-                                               [prelude.NAME.encode()]), "nvrtcCreateProgram")
+        names = list(prelude.HEADERS)
+        prog = _check(nvrtc.nvrtcCreateProgram(
+            source.encode(), f"{name}.cu".encode(), len(names),
+            [prelude.HEADERS[n].encode() for n in names], [n.encode() for n in names]),
+            "nvrtcCreateProgram")
         try:
             opts = [o.encode() for o in self.options + (["--Ofast-compile=max"] if fast else [])]
             (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
@@ -122,7 +126,7 @@ class NvrtcCompiler(Compiler):
         kernel names), compiled as one NVRTC program: each unit goes in a namespace of its
         own, so their element functions do not clash. NVRTC's cost is mostly per program
         (the fp16/bf16 headers), so this is how the tests compile hundreds of kernels."""
-        units = [f'#include "{prelude.NAME}"']
+        units = [f'#include "{n}"' for n in prelude.HEADERS]  # before any namespace
         for n, src in enumerate(sources):
             units += [f"namespace unit{n} {{", src, f"}}  // namespace unit{n}"]
         return self.build("\n".join(units) + "\n", "batch", fast)

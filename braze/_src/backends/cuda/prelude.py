@@ -1,5 +1,6 @@
-"""The device code every cuda kernel includes: `braze/prelude.cuh`, handed to NVRTC as a named
-header (compiler.py), so a rendered kernel reads as its own loop and element function only.
+"""The device code the cuda kernels include: `braze/prelude.cuh`, and `braze/half.cuh` where a
+kernel touches float16/bfloat16, handed to NVRTC as named headers (compiler.py), so a rendered
+kernel reads as its own loop and element function only.
 
 It holds what the op table (spell.py) calls beyond CUDA's math library: half-precision
 conversions and rounding (`cuda_fp16.h` / `cuda_bf16.h`, computing in float), braze's
@@ -12,11 +13,12 @@ shape/stride arrays of the strided ones.
 """
 
 NAME = "braze/prelude.cuh"
+#: the half-precision part, included by kernels that read or write float16/bfloat16 only:
+#: NVRTC parses cuda_fp16.h and cuda_bf16.h in 40-100 ms per program
+HALF_NAME = "braze/half.cuh"
 
 SOURCE = r"""// braze/prelude.cuh: what braze's generated CUDA kernels call (backends/cuda)
 #pragma once
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
 
 typedef signed char int8_t;
 typedef short int16_t;
@@ -28,17 +30,6 @@ typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 
 namespace braze {
-
-// -- half precision: stored as __half / __nv_bfloat16, computed in float ----------------------
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ __half to_f16(float x) { return __float2half_rn(x); }
-__device__ __forceinline__ __nv_bfloat16 to_bf16(float x) { return __float2bfloat16_rn(x); }
-// a float rounded to the nearest float16 / bfloat16 (ties to even), kept as float
-__device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
-__device__ __forceinline__ float round_bf16(float x) {
-  return __bfloat162float(__float2bfloat16_rn(x));
-}
 
 // -- integers: two's-complement wrap-around through the unsigned type -------------------------
 template <typename T> struct Unsigned;
@@ -183,7 +174,7 @@ __device__ __forceinline__ float mad_f(float a, float b, float c) {
   return float(double(a) * double(b) + double(c));
 }
 __device__ __forceinline__ float erfinv_mlx(float a) {
-  const float t = logf(mad_f(a, -a, 1.0f));
+  const float t = float(log(double(mad_f(a, -a, 1.0f))));  // logf, correctly rounded
   float p;
   if (fabsf(t) > 6.125f) {
     p = 3.03697567e-10f;
@@ -230,3 +221,28 @@ template <typename I, int N> struct Dims {
 
 }  // namespace braze
 """
+
+HALF_SOURCE = r"""// braze/half.cuh: float16 / bfloat16 for braze's generated CUDA kernels
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include "braze/prelude.cuh"
+
+namespace braze {
+
+// -- half precision: stored as __half / __nv_bfloat16, computed in float ----------------------
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ __half to_f16(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __nv_bfloat16 to_bf16(float x) { return __float2bfloat16_rn(x); }
+// a float rounded to the nearest float16 / bfloat16 (ties to even), kept as float
+__device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ float round_bf16(float x) {
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
+
+}  // namespace braze
+"""
+
+#: every header a kernel may include, by the name it includes
+HEADERS = {NAME: SOURCE, HALF_NAME: HALF_SOURCE}

@@ -41,7 +41,7 @@ MATH = {
     "exp": "expf", "expm1": "expm1f", "log": "logf", "log2": "log2f", "log10": "log10f",
     "log1p": "log1pf", "sin": "sinf", "cos": "cosf", "tan": "tanf", "sinh": "sinhf",
     "cosh": "coshf", "tanh": "tanhf", "arcsin": "asinf", "arccos": "acosf", "arctan": "atanf",
-    "arcsinh": "asinhf", "arccosh": "acoshf", "arctanh": "atanhf", "erf": "erff",
+    "erf": "erff",
     "sqrt": "sqrtf", "floor": "floorf", "ceil": "ceilf", "trunc": "truncf",
     "arctan2": "atan2f", "power": "powf",
 }
@@ -212,6 +212,14 @@ def _erfinv(o):
     return f"erfinv({o.a})" if o.f64 else f"braze::erfinv_mlx({o.a})"
 
 
+def _in_double(fn: str):
+    """An inverse hyperbolic function: in float64, rounded once (as the cpu backend)."""
+    def spell(o):
+        o.floats_only(fn)
+        return f"{fn}({o.a})" if o.f64 else f"float({fn}(double({o.a})))"
+    return spell
+
+
 def _rsqrt(o):
     o.floats_only("rsqrt")
     return f"(1.0 / sqrt({o.a}))" if o.f64 else f"(1.0f / sqrtf({o.a}))"
@@ -325,6 +333,8 @@ SPELL = {
     "square": lambda o: o.a if o.k == "b" else (f"({o.a} * {o.a})" if o.k == "f"
                                                 else o.wrap("wmul", o.a, o.a)),
     "rsqrt": _rsqrt,
+    "arcsinh": _in_double("asinh"), "arccosh": _in_double("acosh"),
+    "arctanh": _in_double("atanh"),
     "floor": _rounding("floor"), "ceil": _rounding("ceil"), "trunc": _rounding("trunc"),
     "round": _round,
     "sigmoid": _sigmoid,
