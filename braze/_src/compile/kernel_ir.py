@@ -220,20 +220,27 @@ class KernelIR:
             return f"c{ref}" if self.inputs[ref].const else f"in{ref}"
         return f"t{ref - n}"
 
+    def describe(self, i: int) -> str:
+        """`t3: float32 = Multiply(t2, c1)`: op i as the IR dump prints it (and as kernels
+        comment the line computing it)."""
+        op = self.ops[i]
+        text = repr(op.prim)
+        text = text[:-2] if text.endswith("()") else text
+        row = " (per row)" if op.row else ""
+        return f"t{i}: {op.dtype.name}{row} = {text}({', '.join(map(self.ref_name, op.args))})"
+
     def __str__(self) -> str:
         lines = [f"{self.name} (key {self.key})"]
         lines += [f"  {self.ref_name(i)}: {inp.dtype.name}"
                   + (f" = {inp.literal()}" if inp.const else "")
                   for i, inp in enumerate(self.inputs)]
         for i, op in enumerate(self.ops):
-            args = ", ".join(self.ref_name(r) for r in op.args)
-            row = " (per row)" if op.row else ""
             fold = ""
             if op.fold:
                 how, v, r = op.fold
                 fold = (f"  [online with max {self.ref_name(r)}]" if how == "online" else
                         f"  [Chan's update of {self.ref_name(v)} around {self.ref_name(r)}]")
-            lines.append(f"  t{i}: {op.dtype.name}{row} = {op.prim!r}({args}){fold}")
+            lines.append(f"  {self.describe(i)}{fold}")
         lines.append("  return " + ", ".join(self.ref_name(r) for r in self.outputs))
         lines.append("  shape: broadcast of the input shapes")
         if self.reduce_ndim:

@@ -17,14 +17,6 @@ from . import spell
 from .lib import math as mathlib
 
 
-def describe(ir, i: int) -> str:
-    """`t3: float32 = Multiply(t2, c1)`: an op line's comment."""
-    op = ir.ops[i]
-    text = repr(op.prim)
-    text = text[:-2] if text.endswith("()") else text
-    return f"t{i}: {op.dtype.name} = {text}({', '.join(ir.ref_name(r) for r in op.args)})"
-
-
 class Body:
     """Lines of one kernel's element body; `names[ref]` is the expression holding a value."""
 
@@ -62,7 +54,7 @@ class Body:
             self.names[r] = e
             return ""
         self.names[r] = f"t{i}"
-        return f"t{i} = {e}  # {describe(self.ir, i)}"
+        return f"t{i} = {e}  # {self.ir.describe(i)}"
 
     def stored(self, ref: int, val: str) -> str:
         """`val` (the compute-type value of `ref`) as the bits its output buffer holds."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..base import Variant
-from .body import Body, alias_lines, alias_suffix, describe, written
+from .body import Body, alias_lines, alias_suffix, written
 from .spell import COMPUTE, HALF, LOAD, ROUND, STORAGE, Unsupported, cast, expr
 
 CHUNK = 1024
@@ -368,7 +368,7 @@ class _Rows:
         if self.n + i in chan:  # sum((v - mu)^2) = M2 + C * (mean - mu)^2
             mu = self.b.names[chan[self.n + i]]
             return (f"t{i} = {COMPUTE[ir.ops[i].dtype.name]}(a{i} + C * (mu{i} - "
-                    f"np.float64({mu})) ** 2)  # {describe(ir, i)}")
+                    f"np.float64({mu})) ** 2)  # {ir.describe(i)}")
         return self.b.op_line(i)
 
     def _row_ops(self) -> dict:
@@ -535,7 +535,7 @@ class _Rows:
             if r in plan.online:
                 lines.append(f"t{r - n} = {COMPUTE[ir.dtype_of(r).name]}(a{r - n} if "
                              f"a{plan.online[r] - n} > -np.inf else np.nan)"
-                             f"  # {describe(ir, r - n)}")
+                             f"  # {ir.describe(r - n)}")
             elif r not in plan.chan:
                 lines.append(_finish(self.b.ctx, ir, r - n, self.acc[r]))
         return lines
@@ -664,4 +664,4 @@ def _finish(ctx, ir, i, acc) -> str:
             val = f"{COMPUTE[dt.name]}(a{i})"
     else:
         val = f"a{i}"
-    return f"t{i} = {val}  # {describe(ir, i)}"
+    return f"t{i} = {val}  # {ir.describe(i)}"
