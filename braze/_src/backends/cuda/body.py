@@ -24,6 +24,22 @@ def describe(ir, i: int) -> str:
     return f"t{i}: {op.dtype.name} = {text}({', '.join(ir.ref_name(r) for r in op.args)})"
 
 
+def signature(head: str, params: list, width: int = 100) -> list:
+    """`head` and the parameters, wrapped as clang-format would: continuation lines indented
+    by four, each at most `width` characters when the parameters allow."""
+    one = head + ", ".join(params) + ") {"
+    if len(one) <= width:
+        return [one]
+    lines, cur = [head], "   "
+    for p in params:
+        piece = f" {p},"
+        if len(cur) + len(piece) > width and cur.strip():
+            lines.append(cur)
+            cur = "   "
+        cur += piece
+    return lines + [cur[:-1] + ") {"]
+
+
 class Body:
     """The element function of one region; `names[ref]` is the expression holding a value."""
 
@@ -86,7 +102,6 @@ class Body:
         body = self.lines()
         params = [f"{self.storage(k)} x{k}" for k in self.run]
         params += [f"{self.storage(r)}& y{j}" for j, r in enumerate(ir.outputs)]
-        from .render import signature
         head = signature("__device__ __forceinline__ void element(", params)
         return head + ["  " + ln for ln in body] + ["}"]
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from ..base import Variant
 from . import spell
-from .body import Body
+from .body import Body, signature
 
 #: the bytes one thread moves per buffer in a contiguous kernel
 VECTOR_BYTES = 16
@@ -95,22 +95,6 @@ def render_kernel(ir, variant: CudaVariant) -> str:
     if ir.reduce_ndim or variant.kind not in ("contiguous", "strided"):
         raise spell.Unsupported("no cuda row kernels yet")
     return _Elementwise(ir, variant).module()
-
-
-def signature(head: str, params: list, width: int = 100) -> list:
-    """`head` and the parameters, wrapped as clang-format would: continuation lines indented
-    by four, each at most `width` characters when the parameters allow."""
-    one = head + ", ".join(params) + ") {"
-    if len(one) <= width:
-        return [one]
-    lines, cur = [head], "   "
-    for p in params:
-        piece = f" {p},"
-        if len(cur) + len(piece) > width and cur.strip():
-            lines.append(cur)
-            cur = "   "
-        cur += piece
-    return lines + [cur[:-1] + ") {"]
 
 
 class _Elementwise:
