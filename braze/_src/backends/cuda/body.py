@@ -16,14 +16,6 @@ from .prelude import HALF_NAME as HALF
 from .prelude import NAME as PRELUDE
 
 
-def describe(ir, i: int) -> str:
-    """`t3: float32 = Multiply(t2, c1)`: an op line's comment."""
-    op = ir.ops[i]
-    text = repr(op.prim)
-    text = text[:-2] if text.endswith("()") else text
-    return f"t{i}: {op.dtype.name} = {text}({', '.join(ir.ref_name(r) for r in op.args)})"
-
-
 def signature(head: str, params: list, width: int = 100) -> list:
     """`head` and the parameters, wrapped as clang-format would: continuation lines indented
     by four, each at most `width` characters when the parameters allow."""
@@ -89,7 +81,7 @@ class Body:
                 self.names[r] = e
                 continue
             self.names[r] = f"t{i}"
-            out.append(f"const {self.compute(r)} t{i} = {e};  // {describe(ir, i)}")
+            out.append(f"const {self.compute(r)} t{i} = {e};  // {ir.describe(i)}")
         for j, ref in enumerate(ir.outputs):
             st = spell.STORE.get(ir.dtype_of(ref).name)
             val = f"{st}({self.names[ref]})" if st else self.names[ref]
