@@ -170,3 +170,34 @@ def test_rendering_imports_nothing_of_cuda_and_the_backend_falls_back():
             "assert not [m for m in sys.modules if m == 'cuda' or m.startswith('cuda.')]\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+# -- launch planning (host side, no GPU) ----------------------------------------------------------
+def _buf(shape, strides=None, address=0x10000, itemsize=4):
+    from braze._src.backends.cuda.plan import Buffer, row_major
+    return Buffer(tuple(shape), tuple(strides or row_major(shape)), address, itemsize)
+
+
+def test_launch_plan_picks_mlx_variants():
+    from braze._src.backends.cuda.plan import collapse, plan
+    ir = KernelIR((IRInput(F32), IRInput(F32)), (IROp(MULTIPLY, (0, 1), F32),), (2,))
+    out = [_buf((8, 16))]
+    # dense, aligned: contiguous, 4 float32 per thread, 32-bit indices
+    p = plan(ir, [_buf((8, 16)), _buf((8, 16))], out, (8, 16))
+    assert p.variant == CudaVariant("contiguous", 0, "VV", vector=4) and p.blocks == 1
+    # a misaligned buffer: no vector accesses; a scalar input: "S"
+    p = plan(ir, [_buf((8, 16), address=0x10004), _buf((1,))], out, (8, 16))
+    assert p.variant == CudaVariant("contiguous", 0, "VS", vector=1)
+    # a broadcast row: strided rank 2 with stride 0 on the broadcast axis
+    p = plan(ir, [_buf((8, 16)), _buf((16,))], out, (8, 16))
+    assert p.variant == CudaVariant("strided", 2, "VV") and p.shape == (8, 16)
+    assert p.strides == ((16, 1), (0, 1))
+    assert p.dims_bytes(p.shape) == np.array([8, 16], np.int32).tobytes()
+    # (2, 3, 4) reversed on axis 0 collapses to rank 2; a transpose stays rank 2
+    p = plan(ir, [_buf((2, 3, 4), (-12, 4, 1)), _buf((2, 3, 4))], [_buf((2, 3, 4))], (2, 3, 4))
+    assert p.variant.ndim == 2 and p.shape == (2, 12) and p.strides == ((-12, 1), (12, 1))
+    assert collapse((4, 1, 5), [(5, 5, 1)]) == ((20,), [(1,)])
+    # sizes past int32: 64-bit indices
+    big = (2**16, 2**15 + 1)
+    p = plan(ir, [_buf(big), _buf(big)], [_buf(big)], big)
+    assert p.variant.index == 64 and p.variant.kind == "contiguous"
