@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import struct
 
+from ..spelling import Unsupported, bitwise, compare, divide, same
 from .lib import math as mathlib
 
 #: numba scalar constructor of the type each dtype is computed in
@@ -41,9 +42,6 @@ _BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16":
          "uint32": 32, "uint64": 64}
 
 
-class Unsupported(Exception):
-    """The region uses something this backend does not generate (complex numbers, an op
-    without a spelling): it runs on the numpy reference backend."""
 
 
 class Ctx:
@@ -245,10 +243,6 @@ def _multiply(o):
     return f"({o.a} & {o.b})" if o.k == "b" else o.arith("*", o.a, o.b)
 
 
-def _divide(o):
-    o.floats_only("divide")
-    return f"({o.a} / {o.b})"
-
 
 def _by_kind(on_float, on_bool, int_lib: str):
     """A binary op spelled per argument kind: floats and bools by their functions, signed and
@@ -290,13 +284,6 @@ def _logaddexp(o):
     return f"{o.ctx.call('logaddexp_f64' if o.f64 else 'logaddexp_f32')}({o.a}, {o.b})"
 
 
-def _bitwise(sym: str):
-    def spell(o):
-        if o.k == "f":
-            raise Unsupported("bitwise op on floats")
-        return f"({o.a} {sym} {o.b})" if o.k == "b" else f"{o.T}({o.a} {sym} {o.b})"
-    return spell
-
 
 def _shift(left: bool):
     def spell(o):
@@ -316,9 +303,6 @@ def _logical(sym: str):
     return spell
 
 
-def _compare(sym: str):
-    return lambda o: f"({o.a} {sym} {o.b})"
-
 
 def _equal(o):
     if o.prim.equal_nan and o.k == "f":
@@ -326,13 +310,10 @@ def _equal(o):
     return f"({o.a} == {o.b})"
 
 
-def _same(o):
-    return o.a
-
 
 SPELL = {
     # reads of the input as it is: broadcasting is done with strides
-    "identity": _same, "broadcast": _same, "conjugate": _same, "real": _same,
+    "identity": same, "broadcast": same, "conjugate": same, "real": same,
     "imag": lambda o: f"{o.T}(0)",
     "cast": lambda o: cast(o.ctx, o.a, o.dts[0], o.prim.dtype),
     "abs": _abs, "negative": _negative, "sign": _sign,
@@ -347,14 +328,14 @@ SPELL = {
     else f"({o.a} == {COMPUTE[o.dts[0].name]}(0))",
     "bitwise_invert": lambda o: f"(not {o.a})" if o.k == "b" else f"{o.T}(~{o.a})",
     "erfinv": _erfinv,
-    "add": _add, "subtract": _subtract, "multiply": _multiply, "divide": _divide,
+    "add": _add, "subtract": _subtract, "multiply": _multiply, "divide": divide,
     "floor_divide": _floor_divide, "remainder": _remainder, "power": _power,
     "maximum": _extremum(True), "minimum": _extremum(False),
     "logaddexp": _logaddexp,
-    "bitwise_and": _bitwise("&"), "bitwise_or": _bitwise("|"), "bitwise_xor": _bitwise("^"),
+    "bitwise_and": bitwise("&"), "bitwise_or": bitwise("|"), "bitwise_xor": bitwise("^"),
     "left_shift": _shift(True), "right_shift": _shift(False),
     "logical_and": _logical("&"), "logical_or": _logical("|"),
-    "equal": _equal, "not_equal": _compare("!="), "less": _compare("<"),
-    "less_equal": _compare("<="), "greater": _compare(">"), "greater_equal": _compare(">="),
+    "equal": _equal, "not_equal": compare("!="), "less": compare("<"),
+    "less_equal": compare("<="), "greater": compare(">"), "greater_equal": compare(">="),
     "select": lambda o: f"({o.b} if {o.a} else {o.args[2]})",
 }

@@ -21,6 +21,8 @@ import struct
 
 import numpy as np
 
+from ..spelling import Unsupported, bitwise, compare, divide, same
+
 #: the C++ type each dtype is computed in
 COMPUTE = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
@@ -47,9 +49,6 @@ MATH = {
 }
 
 
-class Unsupported(Exception):
-    """The region uses something this backend does not generate (complex numbers, an op
-    without a spelling)."""
 
 
 def literal(inp) -> str:
@@ -236,10 +235,6 @@ def _arith(sym: str, wrap: str, on_bool: str):
     return spell
 
 
-def _divide(o):
-    o.floats_only("divide")
-    return f"({o.a} / {o.b})"
-
 
 def _by_kind(on_float, on_bool, int_fn: str):
     """A binary op spelled per argument kind; integers by the prelude's `{int_fn}i/u`."""
@@ -284,13 +279,6 @@ def _sigmoid(o):
     return f"braze::sigmoid_f({o.a})"
 
 
-def _bitwise(sym: str):
-    def spell(o):
-        if o.k == "f":
-            raise Unsupported("bitwise op on floats")
-        return f"({o.a} {sym} {o.b})" if o.k == "b" else f"{o.T}({o.a} {sym} {o.b})"
-    return spell
-
 
 def _shift(left: bool):
     def spell(o):
@@ -310,9 +298,6 @@ def _logical(sym: str):
     return spell
 
 
-def _compare(sym: str):
-    return lambda o: f"({o.a} {sym} {o.b})"
-
 
 def _equal(o):
     if o.prim.equal_nan and o.k == "f":
@@ -320,13 +305,10 @@ def _equal(o):
     return f"({o.a} == {o.b})"
 
 
-def _same(o):
-    return o.a
-
 
 SPELL = {
     # reads of the input as it is: broadcasting is done with strides
-    "identity": _same, "broadcast": _same, "conjugate": _same, "real": _same,
+    "identity": same, "broadcast": same, "conjugate": same, "real": same,
     "imag": lambda o: f"{o.T}(0)",
     "cast": lambda o: cast(o.a, o.dts[0], o.prim.dtype),
     "abs": _abs, "negative": _negative, "sign": _sign,
@@ -344,14 +326,14 @@ SPELL = {
     "add": _arith("+", "wadd", "({a} || {b})"),
     "subtract": _arith("-", "wsub", "({a} != {b})"),
     "multiply": _arith("*", "wmul", "({a} && {b})"),
-    "divide": _divide,
+    "divide": divide,
     "floor_divide": _floor_divide, "remainder": _remainder, "power": _power,
     "maximum": _extremum(True), "minimum": _extremum(False),
     "logaddexp": _logaddexp,
-    "bitwise_and": _bitwise("&"), "bitwise_or": _bitwise("|"), "bitwise_xor": _bitwise("^"),
+    "bitwise_and": bitwise("&"), "bitwise_or": bitwise("|"), "bitwise_xor": bitwise("^"),
     "left_shift": _shift(True), "right_shift": _shift(False),
     "logical_and": _logical("&&"), "logical_or": _logical("||"),
-    "equal": _equal, "not_equal": _compare("!="), "less": _compare("<"),
-    "less_equal": _compare("<="), "greater": _compare(">"), "greater_equal": _compare(">="),
+    "equal": _equal, "not_equal": compare("!="), "less": compare("<"),
+    "less_equal": compare("<="), "greater": compare(">"), "greater_equal": compare(">="),
     "select": lambda o: f"({o.a} ? {o.b} : {o.args[2]})",
 }
