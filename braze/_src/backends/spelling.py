@@ -33,3 +33,15 @@ def bitwise(sym: str):
             raise Unsupported("bitwise op on floats")
         return f"({o.a} {sym} {o.b})" if o.k == "b" else f"{o.T}({o.a} {sym} {o.b})"
     return spell
+
+
+#: the rows every backend's table starts from (each adds or overrides its own)
+COMMON = {
+    # reads of the input as it is: broadcasting is done with strides
+    "identity": same, "broadcast": same, "conjugate": same, "real": same,
+    "imag": lambda o: f"{o.T}(0)",
+    "divide": divide,
+    "bitwise_and": bitwise("&"), "bitwise_or": bitwise("|"), "bitwise_xor": bitwise("^"),
+    "not_equal": compare("!="), "less": compare("<"), "less_equal": compare("<="),
+    "greater": compare(">"), "greater_equal": compare(">="),
+}

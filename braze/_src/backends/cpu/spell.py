@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import struct
 
-from ..spelling import Unsupported, bitwise, compare, divide, same
+from ..spelling import COMMON, Unsupported
 from .lib import math as mathlib
 
 #: numba scalar constructor of the type each dtype is computed in
@@ -40,8 +40,6 @@ STORE = {"float16": "f32_to_f16", "bfloat16": "f32_to_bf16"}
 ROUND = {"float16": "round_f16", "bfloat16": "round_bf16"}
 _BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16,
          "uint32": 32, "uint64": 64}
-
-
 
 
 class Ctx:
@@ -243,7 +241,6 @@ def _multiply(o):
     return f"({o.a} & {o.b})" if o.k == "b" else o.arith("*", o.a, o.b)
 
 
-
 def _by_kind(on_float, on_bool, int_lib: str):
     """A binary op spelled per argument kind: floats and bools by their functions, signed and
     unsigned integers by the scalar library's `{int_lib}i` / `{int_lib}u` (Python's rules)."""
@@ -284,7 +281,6 @@ def _logaddexp(o):
     return f"{o.ctx.call('logaddexp_f64' if o.f64 else 'logaddexp_f32')}({o.a}, {o.b})"
 
 
-
 def _shift(left: bool):
     def spell(o):
         if o.k not in "ui":
@@ -303,18 +299,14 @@ def _logical(sym: str):
     return spell
 
 
-
 def _equal(o):
     if o.prim.equal_nan and o.k == "f":
         return f"{o.ctx.call('nan_equal')}({o.a}, {o.b})"
     return f"({o.a} == {o.b})"
 
 
-
 SPELL = {
-    # reads of the input as it is: broadcasting is done with strides
-    "identity": same, "broadcast": same, "conjugate": same, "real": same,
-    "imag": lambda o: f"{o.T}(0)",
+    **COMMON,
     "cast": lambda o: cast(o.ctx, o.a, o.dts[0], o.prim.dtype),
     "abs": _abs, "negative": _negative, "sign": _sign,
     "square": lambda o: o.a if o.k == "b" else o.arith("*", o.a, o.a),
@@ -328,14 +320,12 @@ SPELL = {
     else f"({o.a} == {COMPUTE[o.dts[0].name]}(0))",
     "bitwise_invert": lambda o: f"(not {o.a})" if o.k == "b" else f"{o.T}(~{o.a})",
     "erfinv": _erfinv,
-    "add": _add, "subtract": _subtract, "multiply": _multiply, "divide": divide,
+    "add": _add, "subtract": _subtract, "multiply": _multiply,
     "floor_divide": _floor_divide, "remainder": _remainder, "power": _power,
     "maximum": _extremum(True), "minimum": _extremum(False),
     "logaddexp": _logaddexp,
-    "bitwise_and": bitwise("&"), "bitwise_or": bitwise("|"), "bitwise_xor": bitwise("^"),
     "left_shift": _shift(True), "right_shift": _shift(False),
     "logical_and": _logical("&"), "logical_or": _logical("|"),
-    "equal": _equal, "not_equal": compare("!="), "less": compare("<"),
-    "less_equal": compare("<="), "greater": compare(">"), "greater_equal": compare(">="),
+    "equal": _equal,
     "select": lambda o: f"({o.b} if {o.a} else {o.args[2]})",
 }

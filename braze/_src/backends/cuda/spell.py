@@ -21,7 +21,7 @@ import struct
 
 import numpy as np
 
-from ..spelling import Unsupported, bitwise, compare, divide, same
+from ..spelling import COMMON, Unsupported
 
 #: the C++ type each dtype is computed in
 COMPUTE = {
@@ -47,8 +47,6 @@ MATH = {
     "sqrt": "sqrtf", "floor": "floorf", "ceil": "ceilf", "trunc": "truncf",
     "arctan2": "atan2f", "power": "powf",
 }
-
-
 
 
 def literal(inp) -> str:
@@ -235,7 +233,6 @@ def _arith(sym: str, wrap: str, on_bool: str):
     return spell
 
 
-
 def _by_kind(on_float, on_bool, int_fn: str):
     """A binary op spelled per argument kind; integers by the prelude's `{int_fn}i/u`."""
     def spell(o):
@@ -279,7 +276,6 @@ def _sigmoid(o):
     return f"braze::sigmoid_f({o.a})"
 
 
-
 def _shift(left: bool):
     def spell(o):
         if o.k not in "ui":
@@ -298,18 +294,14 @@ def _logical(sym: str):
     return spell
 
 
-
 def _equal(o):
     if o.prim.equal_nan and o.k == "f":
         return f"braze::nan_equal({o.a}, {o.b})"
     return f"({o.a} == {o.b})"
 
 
-
 SPELL = {
-    # reads of the input as it is: broadcasting is done with strides
-    "identity": same, "broadcast": same, "conjugate": same, "real": same,
-    "imag": lambda o: f"{o.T}(0)",
+    **COMMON,
     "cast": lambda o: cast(o.a, o.dts[0], o.prim.dtype),
     "abs": _abs, "negative": _negative, "sign": _sign,
     "square": lambda o: o.a if o.k == "b" else (f"({o.a} * {o.a})" if o.k == "f"
@@ -326,14 +318,11 @@ SPELL = {
     "add": _arith("+", "wadd", "({a} || {b})"),
     "subtract": _arith("-", "wsub", "({a} != {b})"),
     "multiply": _arith("*", "wmul", "({a} && {b})"),
-    "divide": divide,
     "floor_divide": _floor_divide, "remainder": _remainder, "power": _power,
     "maximum": _extremum(True), "minimum": _extremum(False),
     "logaddexp": _logaddexp,
-    "bitwise_and": bitwise("&"), "bitwise_or": bitwise("|"), "bitwise_xor": bitwise("^"),
     "left_shift": _shift(True), "right_shift": _shift(False),
     "logical_and": _logical("&&"), "logical_or": _logical("||"),
-    "equal": _equal, "not_equal": compare("!="), "less": compare("<"),
-    "less_equal": compare("<="), "greater": compare(">"), "greater_equal": compare(">="),
+    "equal": _equal,
     "select": lambda o: f"({o.a} ? {o.b} : {o.args[2]})",
 }
