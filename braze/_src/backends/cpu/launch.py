@@ -109,11 +109,7 @@ class _Flat:
 
     def layout(self, e, xs, shape):
         """The layout, or None when the inputs need the strided kind."""
-        lay = self.Layout()
-        lay.unit = 1
-        lay.items = 1
-        for s in shape:
-            lay.items *= s
+        lay = _elementwise_layout(self.Layout, shape)
         lay.order = "C"
         if lay.items <= 1:
             lay.scalars = e.scalars
@@ -193,11 +189,7 @@ class _Strided(_Flat):
         __slots__ = ("scalars", "shape", "strides", "offsets", "bufs", "items", "unit")
 
     def layout(self, e, xs, shape):
-        lay = self.Layout()
-        lay.unit = 1
-        lay.items = 1
-        for s in shape:
-            lay.items *= s
+        lay = _elementwise_layout(self.Layout, shape)
         lay.scalars = "".join(["S" if x.size == 1 else "V" for x in xs])
         lay.shape, lay.bufs, lay.strides, lay.offsets = _strided_layout(
             xs, lay.scalars, shape, e.half_in)
@@ -508,3 +500,13 @@ def _span(x):
     span = (hi - lo) // isz + 1
     buf = np.lib.stride_tricks.as_strided(y, shape=(span,), strides=(isz,), writeable=False)
     return buf, -lo // isz
+
+
+def _elementwise_layout(cls, shape):
+    """A new layout of class `cls` for one element per index of `shape` (`items` of them)."""
+    lay = cls()
+    lay.unit = 1
+    lay.items = 1
+    for s in shape:
+        lay.items *= s
+    return lay
