@@ -5,6 +5,7 @@ Everything that decides a result dtype lives here, so ops never guess.
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -163,7 +164,7 @@ def from_numpy(npd) -> Dtype:
         raise TypeError(f"[array] Unsupported NumPy dtype {np.dtype(npd)}.") from None
 
 
-def issubdtype(a, b) -> bool:
+def issubdtype(a: Any, b: Any) -> bool:
     """MLX's issubdtype: Dtype or DtypeCategory on either side.
 
     A dtype is a subtype of itself and of its categories; a category is a subtype of itself
@@ -203,7 +204,7 @@ _ISDTYPE_KINDS = {
 }
 
 
-def isdtype(dtype, kind) -> bool:
+def isdtype(dtype: Any, kind: Any) -> bool:
     """The array API's isdtype: does `dtype` belong to `kind` (a Dtype, a kind name, or a
     tuple of those)?"""
     if not isinstance(dtype, Dtype):

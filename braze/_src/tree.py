@@ -295,7 +295,7 @@ def tree_map_with_path(fn: Callable, tree: Any, *rest: Any, is_leaf: Optional[Ca
 
 
 def tree_flatten(tree: Any, prefix: str = "", is_leaf: Optional[Callable] = None,
-                 destination=None):
+                 destination: Optional[dict] = None) -> list | dict:
     """[("a.0.b", leaf), ...] (or a dict when `destination` is a dict). The first character of
     `prefix` is dropped, as in MLX: `tree_flatten(t, prefix=".w")` gives "w.0", ..."""
     if destination is None:
@@ -323,7 +323,7 @@ def _flatten_paths(tree, prefix, is_leaf, add):
         add([(prefix[1:], tree)])
 
 
-def tree_unflatten(tree):
+def tree_unflatten(tree: list | dict) -> Any:
     """Rebuild a tree from [("a.0.b", leaf), ...] or {"a.0.b": leaf}. A level whose keys are
     all integers becomes a list (gaps are filled with empty dicts, as in MLX)."""
     items = list(tree.items()) if isinstance(tree, dict) else list(tree)

@@ -30,6 +30,7 @@ import threading
 import time
 import warnings
 import weakref
+from typing import Any, Callable
 
 from .. import config
 from .. import device as _device
@@ -66,7 +67,7 @@ class RetraceError(RuntimeError):
 
 
 @contextlib.contextmanager
-def no_retrace():
+def no_retrace() -> contextlib.AbstractContextManager:
     """Inside the block, a compiled function that has already been traced and misses the
     cache raises `RetraceError` instead of tracing again (BRAZE_COMPILE_NO_RETRACE=1 for the
     whole process). For tests that say "this must not recompile"."""
@@ -1018,8 +1019,9 @@ def _declares(tree, obj) -> bool:
     return False
 
 
-def compile(fun=None, inputs=None, outputs=None, shapeless=False, *,  # noqa: A001
-            on_limit="warn", check=False):
+def compile(fun: Callable | None = None, inputs: Any = None,  # noqa: A001
+            outputs: Any = None, shapeless: bool = False, *, on_limit: str = "warn",
+            check: bool | int = False) -> Callable:
     """Return a compiled version of `fun` (MLX's `mx.compile`).
 
     The first call with a new input signature *traces* `fun`: it runs once on placeholder

@@ -33,6 +33,7 @@ import math
 import os
 import struct
 import sys
+from typing import Any, Callable
 
 import numpy as np
 
@@ -361,12 +362,15 @@ def _same(a, b, shapeless) -> bool:
                for (da, sa), (db, sb) in zip(a[2], b[2]))
 
 
-def exporter(file, fun, *, shapeless=False, metadata=None) -> FunctionExporter:
+def exporter(file: str | os.PathLike, fun: Callable, *, shapeless: bool = False,
+             metadata: dict | None = None) -> FunctionExporter:
     """A FunctionExporter writing traces of `fun` to `file` (MLX's `mx.exporter`)."""
     return FunctionExporter(file, fun, shapeless, metadata)
 
 
-def export_function(file_or_callback, fun, *args, shapeless=False, metadata=None, **kwargs):
+def export_function(file_or_callback: str | os.PathLike | Callable, fun: Callable, *args: Any,
+                    shapeless: bool = False, metadata: dict | None = None,
+                    **kwargs: Any) -> None:
     """Trace `fun` on the example inputs and write the graph to a file, or describe it to a
     callback (MLX's `mx.export_function`; braze's own file format)."""
     if isinstance(file_or_callback, (str, os.PathLike)):
@@ -496,7 +500,7 @@ class ImportedFunction:
         return "\n".join(lines)
 
 
-def import_function(file, return_metadata=False):
+def import_function(file: str | os.PathLike, return_metadata: bool = False) -> Any:
     """Read a function written by `mx.export_function` / `mx.exporter` (braze's format only).
     Returns the callable, or (callable, metadata string) with `return_metadata=True`."""
     path = _fspath(file, "import_function")

@@ -17,6 +17,7 @@ uses it to hide the forward graph its custom rule replaces).
 from __future__ import annotations
 
 import contextlib
+from typing import Any, Callable, Sequence
 
 from .. import tree as T
 from ..array import TraceState, array
@@ -249,7 +250,7 @@ def _as_list(xs, what, op):
     return list(xs)
 
 
-def vjp(fun, primals, cotangents):
+def vjp(fun: Callable, primals: Sequence[Any], cotangents: Sequence[Any]) -> tuple:
     """MLX's `mx.vjp(fun, primals, cotangents) -> (outputs, vjps)`.
 
     `primals` is a list (or tuple) of the function's positional arguments; braze also allows
@@ -280,7 +281,7 @@ def vjp(fun, primals, cotangents):
     return outs, T.unflatten(p_def, grads)
 
 
-def jvp(fun, primals, tangents):
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
     """MLX's `mx.jvp(fun, primals, tangents) -> (outputs, jvps)`, both flat lists."""
     _check_callable(fun, "jvp")
     primals = _as_list(primals, "primals", "jvp")
@@ -338,7 +339,8 @@ def _normalize_argnums(argnums, argnames, op):
     return argnums, argnames
 
 
-def value_and_grad(fun, argnums=None, argnames=()):
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] | None = None,
+                   argnames: str | Sequence[str] = ()) -> Callable:
     """MLX's `mx.value_and_grad`: a function returning `(value, grads)`.
 
     The function may return a scalar array, or a tuple whose first element is the scalar loss
@@ -347,7 +349,8 @@ def value_and_grad(fun, argnums=None, argnames=()):
     return _make_grad(fun, argnums, argnames, "value_and_grad", with_value=True)
 
 
-def grad(fun, argnums=None, argnames=()):
+def grad(fun: Callable, argnums: int | Sequence[int] | None = None,
+         argnames: str | Sequence[str] = ()) -> Callable:
     """MLX's `mx.grad`: a function returning the gradient of a scalar-valued function.
 
     Gradients come back in the structure of the differentiated arguments: one (tree) for a

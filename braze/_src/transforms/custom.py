@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Callable
 
 from .. import tree as T
 from ..array import TraceState, array
@@ -284,7 +285,7 @@ class custom_function:
         return f"<custom_function {getattr(self._fun, '__name__', self._fun)!r}>"
 
 
-def checkpoint(fun):
+def checkpoint(fun: Callable) -> Callable:
     """MLX's `mx.checkpoint(fun)`: same values and gradients as `fun`, but the backward pass
     recomputes `fun`'s intermediates from its inputs instead of keeping them."""
     if not callable(fun):

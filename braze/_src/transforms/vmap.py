@@ -12,6 +12,8 @@ output, as in MLX). Non-array leaves are allowed where their axis is None (they 
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from .. import tree as T
 from ..array import array, node
 from ..ops._helpers import AxisError
@@ -117,7 +119,7 @@ def expanded_vmap(fun, inputs, axes):
     return [v for v, _ in results], [ax for _, ax in results]
 
 
-def vmap(fun, in_axes=0, out_axes=0):
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     """MLX's `mx.vmap(fun, in_axes=0, out_axes=0)`.
 
     braze also accepts `None` in `out_axes` for outputs that do not depend on a vectorized
