@@ -22,30 +22,23 @@ def _fresh_step():
     return mx.compile(train_step)
 
 
-def test_a_long_build_prints_one_line_naming_the_function(monkeypatch, tmp_path):
-    out = _Terminal()
-    monkeypatch.setattr(notice, "stream", out)
-    monkeypatch.setattr(notice, "AFTER", 0.0)  # every burst is "long"
+def _build_into(stream, after, monkeypatch, tmp_path):
+    """Build a fresh compiled function's kernels with the notice going to `stream` once a
+    burst has lasted `after` seconds."""
+    monkeypatch.setattr(notice, "stream", stream)
+    monkeypatch.setattr(notice, "AFTER", after)
     monkeypatch.setattr(notice, "_burst", None)
     with config.override(backend="cpu", cache_dir=str(tmp_path), debug=0):
         mx.eval(_fresh_step()(mx.ones((4, 8))))
-    lines = out.getvalue().splitlines()
+    return stream.getvalue()
+
+
+def test_a_long_build_prints_one_line_naming_the_function(monkeypatch, tmp_path):
+    lines = _build_into(_Terminal(), 0.0, monkeypatch, tmp_path).splitlines()  # all "long"
     assert len(lines) == 1 and "compiling kernels for " in lines[0] and "train_step" in lines[0]
     assert "built in" in lines[0]
 
 
 def test_no_notice_off_a_terminal_or_for_short_builds(monkeypatch, tmp_path):
-    pipe = io.StringIO()  # not a tty
-    monkeypatch.setattr(notice, "stream", pipe)
-    monkeypatch.setattr(notice, "AFTER", 0.0)
-    monkeypatch.setattr(notice, "_burst", None)
-    with config.override(backend="cpu", cache_dir=str(tmp_path), debug=0):
-        mx.eval(_fresh_step()(mx.ones((4, 8))))
-    assert pipe.getvalue() == ""
-    term = _Terminal()
-    monkeypatch.setattr(notice, "stream", term)
-    monkeypatch.setattr(notice, "AFTER", 3600.0)
-    monkeypatch.setattr(notice, "_burst", None)
-    with config.override(backend="cpu", cache_dir=str(tmp_path), debug=0):
-        mx.eval(_fresh_step()(mx.ones((4, 8))))
-    assert term.getvalue() == ""
+    assert _build_into(io.StringIO(), 0.0, monkeypatch, tmp_path) == ""  # not a tty
+    assert _build_into(_Terminal(), 3600.0, monkeypatch, tmp_path) == ""
