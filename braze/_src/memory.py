@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-_state = {"cache": 0, "cache_limit": None, "memory_limit": None}
+_state = {"cache_limit": None, "memory_limit": None}
 
 
 class _Counters:
@@ -52,10 +52,6 @@ def reset_peak_memory() -> None:
     """Start the peak memory count over (from 0, as MLX)."""
     # MLX starts the peak over from 0 (the next allocation raises it to the active bytes)
     Counters.peak = 0
-
-
-def get_cache_memory() -> int:
-    return _state["cache"]
 
 
 def _physical_memory() -> int:
@@ -114,30 +110,12 @@ def set_memory_limit(limit: int) -> int:
     return prev
 
 
-def set_cache_limit(limit: int) -> int:
-    """Set the buffer-cache limit in bytes; returns the previous limit (by default the
-    memory limit)."""
-    limit = _check_limit(limit, "set_cache_limit")
-    prev = _state["cache_limit"]
-    _state["cache_limit"] = limit
-    return get_memory_limit() if prev is None else prev
-
-
 def set_wired_limit(limit: int) -> int:
     """Wired memory is a Metal notion; accepted and ignored. Returns the previous value."""
     limit = _check_limit(limit, "set_wired_limit")
     prev = _state.get("wired_limit", 0)
     _state["wired_limit"] = limit
     return prev
-
-
-def clear_cache() -> None:
-    _state["cache"] = 0
-
-
-def empty(shape, dtype, order="C") -> np.ndarray:
-    """A new uninitialised buffer for a kernel output (through the buffer cache)."""
-    return np.empty(shape, dtype, order)
 
 
 # -- the buffer cache ----------------------------------------------------------------------------
@@ -314,7 +292,7 @@ def _pool_state():
     return st
 
 
-def empty(shape, dtype, order="C") -> np.ndarray:  # noqa: F811
+def empty(shape, dtype, order="C") -> np.ndarray:
     """A new uninitialised buffer for a kernel output, reusing a cached block of the same
     byte size when there is one (see the buffer cache above)."""
     dt = np.dtype(dtype)
@@ -334,7 +312,7 @@ def empty(shape, dtype, order="C") -> np.ndarray:  # noqa: F811
         setter(old)
 
 
-def get_cache_memory() -> int:  # noqa: F811
+def get_cache_memory() -> int:
     """The bytes held by the buffer cache: freed blocks kept for reuse (`clear_cache`
     empties it).
     """
@@ -365,7 +343,7 @@ def _trim(limit: int) -> None:
         free(ptr)
 
 
-def set_cache_limit(limit: int) -> int:  # noqa: F811
+def set_cache_limit(limit: int) -> int:
     """Set the buffer-cache limit in bytes; returns the previous limit (by default the
     memory limit). Cached buffers above the new limit are released."""
     limit = _check_limit(limit, "set_cache_limit")
@@ -378,7 +356,6 @@ def set_cache_limit(limit: int) -> int:  # noqa: F811
     return get_memory_limit() if prev is None else prev
 
 
-def clear_cache() -> None:  # noqa: F811
+def clear_cache() -> None:
     """Release every cached buffer."""
-    _state["cache"] = 0
     _trim(0)
