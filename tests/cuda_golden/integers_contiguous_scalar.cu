@@ -24,8 +24,8 @@ __device__ __forceinline__ void element(
   const int64_t c3 = int64_t(0x8000000000000000ull);  // c3: int64 = -9223372036854775808
   const int32_t t0 = braze::floordiv_i<int32_t>(x0, x1);  // t0: int32 = FloorDivide(in0, in1)
   const int32_t t1 = braze::rem_i<int32_t>(x0, x1);  // t1: int32 = Remainder(in0, in1)
-  const int32_t t2 = braze::shl<int32_t>(t0, x1);  // t2: int32 = LeftShift(t0, in1)
-  const int32_t t3 = braze::shr_i<int32_t>(t1, x1);  // t3: int32 = RightShift(t1, in1)
+  const int32_t t2 = braze::shl<int32_t>(t0, x1, 32);  // t2: int32 = LeftShift(t0, in1)
+  const int32_t t3 = braze::shr_i<int32_t>(t1, x1, 32);  // t3: int32 = RightShift(t1, in1)
   const int32_t t4 = braze::ipow<int32_t>(t2, t3);  // t4: int32 = Power(t2, t3)
   const uint64_t t5 = braze::f_to_u64(x2);  // t5: uint64 = AsType(dtype=braze.core.uint64)(in2)
   const uint32_t t6 = uint32_t(braze::f_to_i64(x2));  // t6: uint32 = AsType(dtype=braze.core.uint32)(in2)

@@ -12,8 +12,8 @@ compiler is used directly.
 from __future__ import annotations
 
 from ..base import Backend
+from ..spelling import Unsupported
 from .render import CudaVariant, kernel_name, render_kernel, vector_width
-from .spell import Unsupported
 
 #: whether the launch layer exists (it needs a GPU to be written and tested: docs/cuda.md)
 LAUNCH = False

@@ -11,6 +11,7 @@ arithmetic is written once per kernel whatever the loads. Names: `x{k}` an input
 """
 from __future__ import annotations
 
+from ..spelling import Unsupported
 from . import spell
 from .prelude import HALF_NAME as HALF
 from .prelude import NAME as PRELUDE
@@ -41,10 +42,10 @@ class Body:
         self.run = [k for k in range(ir.n_inputs) if not ir.inputs[k].const]
         for k, inp in enumerate(ir.inputs):
             if inp.dtype.kind == "c":
-                raise spell.Unsupported("complex input")
+                raise Unsupported("complex input")
         for r in ir.outputs:
             if ir.dtype_of(r).kind == "c":
-                raise spell.Unsupported("complex output")
+                raise Unsupported("complex output")
 
     def storage(self, ref: int) -> str:
         return spell.STORAGE[self.ir.dtype_of(ref).name]

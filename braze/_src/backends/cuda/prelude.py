@@ -77,16 +77,16 @@ template <typename T> __device__ __forceinline__ T rem_u(T a, T b) {
 
 // NumPy's shifts: a shift by a negative amount or by >= the bit width gives 0
 // (a right shift of a negative signed value: -1)
-template <typename T> __device__ __forceinline__ T shl(T a, T b) {
+template <typename T> __device__ __forceinline__ T shl(T a, T b, int bits) {
   typedef typename Unsigned<T>::type U;
-  return uint64_t(int64_t(b)) < uint64_t(8 * sizeof(T)) ? T(U(a) << int(b)) : T(0);
+  return uint64_t(int64_t(b)) < uint64_t(bits) ? T(U(a) << int(b)) : T(0);
 }
-template <typename T> __device__ __forceinline__ T shr_i(T a, T b) {
-  if (uint64_t(int64_t(b)) < uint64_t(8 * sizeof(T))) return T(a >> int(b));
+template <typename T> __device__ __forceinline__ T shr_i(T a, T b, int bits) {
+  if (uint64_t(int64_t(b)) < uint64_t(bits)) return T(a >> int(b));
   return a < 0 ? T(-1) : T(0);
 }
-template <typename T> __device__ __forceinline__ T shr_u(T a, T b) {
-  return uint64_t(b) < uint64_t(8 * sizeof(T)) ? T(a >> int(b)) : T(0);
+template <typename T> __device__ __forceinline__ T shr_u(T a, T b, int bits) {
+  return uint64_t(b) < uint64_t(bits) ? T(a >> int(b)) : T(0);
 }
 
 // a ** b by repeated squaring with wrap-around; a negative exponent gives 0 (MLX)

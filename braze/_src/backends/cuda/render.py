@@ -49,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..base import Variant
-from . import spell
+from ..spelling import Unsupported
 from .body import Body, signature
 
 #: the bytes one thread moves per buffer in a contiguous kernel
@@ -93,7 +93,7 @@ def kernel_name(ir, variant) -> str:
 def render_kernel(ir, variant: CudaVariant) -> str:
     """The source of the kernel's translation unit for `ir` and `variant`."""
     if ir.reduce_ndim or variant.kind not in ("contiguous", "strided"):
-        raise spell.Unsupported("no cuda row kernels yet")
+        raise Unsupported("no cuda row kernels yet")
     return _Elementwise(ir, variant).module()
 
 

@@ -21,7 +21,8 @@ import struct
 
 import numpy as np
 
-from ..spelling import COMMON, Unsupported
+from .. import spelling
+from ..spelling import COMMON, by_kind
 
 #: the C++ type each dtype is computed in
 COMPUTE = {
@@ -32,8 +33,8 @@ COMPUTE = {
 }
 #: the C++ type of the buffer elements
 STORAGE = dict(COMPUTE, float16="__half", bfloat16="__nv_bfloat16")
-HALF = ("float16", "bfloat16")
 #: half-precision values are converted on load and store and rounded after ops
+HALF = spelling.HALF
 LOAD = {"float16": "braze::to_float", "bfloat16": "braze::to_float"}
 STORE = {"float16": "braze::to_f16", "bfloat16": "braze::to_bf16"}
 ROUND = {"float16": "braze::round_f16", "bfloat16": "braze::round_bf16"}
@@ -51,154 +52,85 @@ MATH = {
 
 def literal(inp) -> str:
     """Exact C++ source for a baked constant (`IRInput`) in its compute type."""
-    dt, v = inp.dtype, inp.py_value()
-    k = dt.kind
-    if k == "c":
-        raise Unsupported("complex constant")
-    if k == "b":
-        return "true" if v else "false"
-    T = COMPUTE[dt.name]
-    if k in "ui":
+    return spelling.literal(Operands, inp)
+
+
+class Operands(spelling.Operands):
+    __slots__ = ()
+    COMPUTE = COMPUTE
+    BACKEND = "cuda"
+
+    OR, AND = "||", "&&"
+    NOT, CHOOSE = "!{}", "({c} ? {a} : {b})"
+    TRUE, FALSE = "true", "false"
+
+    @staticmethod
+    def int_literal(dt, v: int) -> str:
         if dt.name == "int64" and v == -2**63:
             return "int64_t(0x8000000000000000ull)"
-        suffix = "ull" if k == "u" else "ll"
-        return f"{T}({v}{suffix})"
-    if dt.name == "float64":
-        if math.isnan(v) or math.isinf(v):  # the exact bits: a NaN keeps its payload
-            bits = struct.unpack("<Q", struct.pack("<d", v))[0]
-            return f"__longlong_as_double(0x{bits:016x}ll)"
-        return repr(v) if "e" in repr(v) or "." in repr(v) else f"{v!r}.0"
-    # float32, float16, bfloat16: the exact value as float32
-    if math.isnan(v) or math.isinf(v):
-        bits = int(np.array(inp.array(), dtype=np.float32).view(np.uint32))
-        return f"__uint_as_float(0x{bits:08x}u)"
-    text = repr(v)
-    return f"{text}f" if ("e" in text or "." in text) else f"{text}.0f"
+        return f"{COMPUTE[dt.name]}({v}{'ull' if dt.kind == 'u' else 'll'})"
 
+    @staticmethod
+    def float_literal(inp, v: float) -> str:
+        """float64 as itself, float32/16/bfloat16 as their exact float32 value; NaN and ±Inf
+        through their bits (a NaN keeps its payload)."""
+        if inp.dtype.name == "float64":
+            if math.isnan(v) or math.isinf(v):
+                bits = struct.unpack("<Q", struct.pack("<d", v))[0]
+                return f"__longlong_as_double(0x{bits:016x}ll)"
+            return repr(v) if "e" in repr(v) or "." in repr(v) else f"{v!r}.0"
+        if math.isnan(v) or math.isinf(v):
+            bits = int(np.array(inp.array(), dtype=np.float32).view(np.uint32))
+            return f"__uint_as_float(0x{bits:08x}u)"
+        text = repr(v)
+        return f"{text}f" if ("e" in text or "." in text) else f"{text}.0f"
+    F64 = "double"
 
-def cast(a: str, src, dst) -> str:
-    """Source converting `a` (computed in `src`'s compute type) to dtype `dst` with braze's
-    cast semantics (braze/_src/casts.py)."""
-    s, d = src.name, dst.name
-    ks, kd = src.kind, dst.kind
-    if "c" in (ks, kd):
-        raise Unsupported("complex cast")
-    if s == d:
-        return a
-    T = COMPUTE[d]
-    if kd == "b":
-        return a if ks == "b" else f"({a} != {COMPUTE[s]}(0))"
-    if ks == "b":
-        return f"{T}({a} ? 1 : 0)"
-    if kd == "f":
-        if d in HALF:  # through float32 from every dtype (braze's cast, as MLX)
-            return f"{ROUND[d]}({a if COMPUTE[s] == 'float' else f'float({a})'})"
-        return a if COMPUTE[s] == T else f"{T}({a})"
-    if ks in "ui":
-        return f"{T}({a})"  # keeps the low bits (modular)
-    if d == "int64":
-        return f"braze::f_to_i64({a})"
-    if d == "int32":
-        return f"braze::f_to_i32({a})"
-    if d == "uint32":  # through int64, keep the low bits
-        return f"uint32_t(braze::f_to_i64({a}))"
-    if d == "uint64":
-        return f"braze::f_to_u64({a})"
-    return f"{T}(braze::f_to_i32({a}))"  # 8/16-bit: through int32, keep the low bits
+    def fabs(self, x: str) -> str:
+        return f"{'fabs' if self.f64 else 'fabsf'}({x})"
 
+    @staticmethod
+    def rint(x: str, f64: bool) -> str:
+        return f"{'rint' if f64 else 'rintf'}({x})"
 
-class Operands:
-    """One op's operands as its spelling function reads them."""
+    @staticmethod
+    def lib(fn: str, *args) -> str:
+        """A helper of the prelude (`braze::nan_equal(a, b)`)."""
+        return f"braze::{fn}({', '.join(args)})"
 
-    __slots__ = ("prim", "args", "dts", "out", "T", "k", "f64")
-
-    def __init__(self, prim, args, dts, out):
-        self.prim, self.args, self.dts, self.out = prim, args, dts, out
-        self.T = COMPUTE[out.name]
-        self.k = dts[0].kind if dts else None  # the first argument's kind: b u i f
-        self.f64 = out.name == "float64" or bool(dts) and dts[0].name == "float64"
-
-    @property
-    def a(self):
-        return self.args[0]
-
-    @property
-    def b(self):
-        return self.args[1]
-
-    @property
-    def AT(self):
-        """The compute type of the first argument."""
-        return COMPUTE[self.dts[0].name]
-
-    def wrap(self, fn: str, *args) -> str:
-        """An integer op with wrap-around (`braze::wadd<int32_t>(a, b)`)."""
+    def typed(self, fn: str, *args) -> str:
+        """An integer helper of the prelude in the result type (`braze::wadd<int32_t>(a, b)`)."""
         return f"braze::{fn}<{self.T}>({', '.join(args)})"
+
+    def arith(self, sym: str, a: str, b: str) -> str:
+        """`a sym b`; integers wrap around (through the unsigned type in the prelude)."""
+        return f"({a} {sym} {b})" if self.k == "f" else self.typed(spelling.WRAP[sym], a, b)
 
     def math(self, op: str) -> str:
         self.floats_only(op)
         name = MATH[op]
         return name[:-1] if self.f64 else name
 
-    def floats_only(self, op: str) -> None:
-        if self.k != "f":
-            raise Unsupported(f"{op} on {self.dts[0].name}")
 
 
 def expr(prim, args: list, arg_dts: list, out) -> str:
     """The expression computing `prim(*args)` in `out`'s compute type (before any
     half-precision rounding)."""
-    op = prim.kernel_op
-    spell = SPELL.get(op)
-    if spell is None and op in MATH:
-        spell = _math_function(op)
-    if spell is None or out.name not in COMPUTE or any(d.kind == "c" for d in arg_dts):
-        raise Unsupported(f"no cuda spelling of {prim!r} on these dtypes")
+    spell = spelling.lookup(Operands, SPELL, _math_function, prim, arg_dts, out)
     return spell(Operands(prim, args, arg_dts, out))
 
 
 def _math_function(op):
+    """The CUDA math function of `op` (`MATH`); None for other ops."""
+    if op not in MATH:
+        return None
+
     def spell(o):
         return f"{o.math(op)}({', '.join(o.args)})"
     return spell
 
 
 # -- unary --------------------------------------------------------------------------------------
-def _abs(o):
-    if o.k == "i":
-        return f"({o.a} >= 0 ? {o.a} : {o.wrap('wsub', f'{o.T}(0)', o.a)})"
-    return f"{'fabs' if o.f64 else 'fabsf'}({o.a})" if o.k == "f" else o.a
-
-
-def _negative(o):
-    if o.k == "b":
-        raise Unsupported("negative of bool")
-    return f"-{o.a}" if o.k == "f" else o.wrap("wsub", f"{o.T}(0)", o.a)
-
-
-def _sign(o):
-    a, T = o.a, o.T
-    if o.k == "b":
-        return a
-    if o.k == "u":
-        return f"{T}({a} > 0 ? 1 : 0)"
-    return f"{T}(({a} > 0 ? 1 : 0) - ({a} < 0 ? 1 : 0))"  # sign(nan) == 0
-
-
-def _round(o):
-    a, T, d = o.a, o.T, o.prim.decimals
-    if o.k != "f":
-        if o.k == "b" or d >= 0:
-            return a
-        s = 10.0 ** (-d)  # integers at negative decimals: half to even on a / 10**-d
-        return f"{T}(braze::f_to_i64(rint(double({a}) / {s!r}) * {s!r}))"
-    rint = "rint" if o.f64 else "rintf"
-    if d == 0:
-        return f"{rint}({a})"
-    s = f"{T}({10.0 ** abs(d)!r})"
-    return f"({rint}({a} * {s}) / {s})" if d > 0 else f"({rint}({a} / {s}) * {s})"
-
-
 def _rounding(op):
     """floor/ceil/trunc: the math function on floats, the value itself on integers."""
     return lambda o: f"{o.math(op)}({o.a})" if o.k == "f" else o.a
@@ -223,47 +155,9 @@ def _rsqrt(o):
 
 
 # -- binary -------------------------------------------------------------------------------------
-def _arith(sym: str, wrap: str, on_bool: str):
-    def spell(o):
-        if o.k == "b":
-            return on_bool.format(a=o.a, b=o.b)
-        if o.k == "f":
-            return f"({o.a} {sym} {o.b})"
-        return o.wrap(wrap, o.a, o.b)
-    return spell
-
-
-def _by_kind(on_float, on_bool, int_fn: str):
-    """A binary op spelled per argument kind; integers by the prelude's `{int_fn}i/u`."""
-    def spell(o):
-        if o.k in "fb":
-            return (on_float if o.k == "f" else on_bool)(o)
-        return f"braze::{int_fn}{o.k}<{o.T}>({o.a}, {o.b})"
-    return spell
-
-
-_floor_divide = _by_kind(lambda o: f"{'floor' if o.f64 else 'floorf'}({o.a} / {o.b})",
-                         lambda o: f"({o.a} && {o.b})", "floordiv_")
-_remainder = _by_kind(lambda o: f"braze::rem_f({o.a}, {o.b})", lambda o: "false", "rem_")
-
-
-def _power(o):
-    if o.k == "f":
-        return f"{o.math('power')}({o.a}, {o.b})"
-    if o.k == "b":
-        return f"({o.a} || !{o.b})"
-    return f"braze::{'ipow' if o.k == 'i' else 'upow'}<{o.T}>({o.a}, {o.b})"
-
-
-def _extremum(is_max: bool):
-    def spell(o):
-        a, b = o.a, o.b
-        if o.k == "f":
-            return f"braze::{'max_f' if is_max else 'min_f'}({a}, {b})"
-        if o.k == "b":
-            return f"({a} || {b})" if is_max else f"({a} && {b})"
-        return f"({a} {'>' if is_max else '<'} {b} ? {a} : {b})"
-    return spell
+_floor_divide = by_kind(lambda o: f"{'floor' if o.f64 else 'floorf'}({o.a} / {o.b})",
+                        lambda o: f"({o.a} && {o.b})", "floordiv_")
+_remainder = by_kind(lambda o: o.lib("rem_f", o.a, o.b), lambda o: "false", "rem_")
 
 
 def _logaddexp(o):
@@ -276,53 +170,14 @@ def _sigmoid(o):
     return f"braze::sigmoid_f({o.a})"
 
 
-def _shift(left: bool):
-    def spell(o):
-        if o.k not in "ui":
-            raise Unsupported(f"shift of {o.dts[0].name}")
-        fn = "shl" if left else ("shr_i" if o.k == "i" else "shr_u")
-        return f"braze::{fn}<{o.T}>({o.a}, {o.b})"
-    return spell
-
-
-def _logical(sym: str):
-    def spell(o):
-        if o.k == "b":
-            return f"({o.a} {sym} {o.b})"
-        z = f"{o.AT}(0)"
-        return f"(({o.a} != {z}) {sym} ({o.b} != {z}))"
-    return spell
-
-
-def _equal(o):
-    if o.prim.equal_nan and o.k == "f":
-        return f"braze::nan_equal({o.a}, {o.b})"
-    return f"({o.a} == {o.b})"
-
-
 SPELL = {
     **COMMON,
-    "cast": lambda o: cast(o.a, o.dts[0], o.prim.dtype),
-    "abs": _abs, "negative": _negative, "sign": _sign,
-    "square": lambda o: o.a if o.k == "b" else (f"({o.a} * {o.a})" if o.k == "f"
-                                                else o.wrap("wmul", o.a, o.a)),
     "rsqrt": _rsqrt,
     "arcsinh": _in_double("asinh"), "arccosh": _in_double("acosh"),
     "arctanh": _in_double("atanh"),
     "floor": _rounding("floor"), "ceil": _rounding("ceil"), "trunc": _rounding("trunc"),
-    "round": _round,
     "sigmoid": _sigmoid,
-    "logical_not": lambda o: f"!{o.a}" if o.k == "b" else f"({o.a} == {o.AT}(0))",
-    "bitwise_invert": lambda o: f"!{o.a}" if o.k == "b" else f"{o.T}(~{o.a})",
     "erfinv": _erfinv,
-    "add": _arith("+", "wadd", "({a} || {b})"),
-    "subtract": _arith("-", "wsub", "({a} != {b})"),
-    "multiply": _arith("*", "wmul", "({a} && {b})"),
-    "floor_divide": _floor_divide, "remainder": _remainder, "power": _power,
-    "maximum": _extremum(True), "minimum": _extremum(False),
+    "floor_divide": _floor_divide, "remainder": _remainder,
     "logaddexp": _logaddexp,
-    "left_shift": _shift(True), "right_shift": _shift(False),
-    "logical_and": _logical("&&"), "logical_or": _logical("||"),
-    "equal": _equal,
-    "select": lambda o: f"({o.a} ? {o.b} : {o.args[2]})",
 }
