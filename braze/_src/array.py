@@ -533,7 +533,7 @@ def _cast(src: np.ndarray, target: D.Dtype) -> np.ndarray:
 
 
 def _check_numpy_kind(src: np.ndarray) -> None:
-    if src.dtype.kind not in "buifc" and src.dtype not in D._BY_NP:
+    if src.dtype.kind not in "buifc" and D.lookup_np(src.dtype) is None:
         raise ValueError(f"[array] Unsupported NumPy dtype {src.dtype}.")
 
 

@@ -38,15 +38,13 @@ are not part of the semantics.
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from . import np_errors
+from .dtypes import is_bf16, is_half
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
-_HALF = (_F16, _BF16)
 _I32_MIN = np.int32(-2**31)
 _I64_MIN = np.int64(-2**63)
 #: the targets narrower than 32 bits -> the unsigned type of their width
@@ -57,7 +55,7 @@ _NARROW = {np.dtype(t): np.dtype(u) for t, u in ((np.int8, np.uint8), (np.uint8,
 def widen(x: np.ndarray) -> np.ndarray:
     """float16 / bfloat16 -> float32 (exact); other arrays unchanged. bfloat16 is widened from
     its bits (the top half of a float32)."""
-    if x.dtype == _BF16:
+    if is_bf16(x.dtype):
         bits = x.view(np.uint16).astype(np.uint32)
         bits <<= 16
         return bits.view(np.float32)
@@ -145,9 +143,9 @@ def plain(src: np.dtype, target: np.dtype) -> bool:
         return src.kind in "biu"
     if src.kind == "c" and target.kind != "c":
         return False
-    if target in _HALF:
+    if is_half(target):
         return src == _F32
-    return src != _BF16
+    return not is_bf16(src)
 
 
 def cast(x: np.ndarray, target: np.dtype) -> np.ndarray:
@@ -163,10 +161,10 @@ def cast(x: np.ndarray, target: np.dtype) -> np.ndarray:
     try:
         if src.kind == "c" and target.kind != "c":
             x = x.real
-        if target in _HALF:
+        if is_half(target):
             if x.dtype != _F32:  # float64, integers, the other half type: through float32
-                x = widen(x) if x.dtype in _HALF else x.astype(np.float32)
-        elif x.dtype == _BF16:
+                x = widen(x) if is_half(x.dtype) else x.astype(np.float32)
+        elif is_bf16(x.dtype):
             x = widen(x)
         return x if x.dtype == target else x.astype(target)
     finally:

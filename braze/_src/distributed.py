@@ -29,7 +29,7 @@ import numpy as np
 
 from . import memory
 from .array import array
-from .dtypes import Dtype, bfloat16
+from .dtypes import Dtype, is_half
 from .ops._typing import ArrayLike, StreamOrDevice
 from .prims import distributed as P
 from .prims.base import bind
@@ -95,10 +95,6 @@ class SingletonBackend(Backend):
         raise RuntimeError("Cannot split the distributed group further.")
 
 
-#: reduced in float32 and rounded once: no precision lost beyond MLX's (which rounds per add)
-_WIDEN = (np.dtype(np.float16), bfloat16.np_dtype)
-
-
 def _widened(x: np.ndarray) -> np.ndarray:
     """x in float32, in a buffer from braze's buffer cache (fresh pages cost more than MPI)."""
     wide = memory.empty(x.shape, np.float32)
@@ -145,7 +141,7 @@ class MPIBackend(Backend):
         return {"sum": m.SUM, "max": m.MAX, "min": m.MIN}[reduce_type]
 
     def all_reduce(self, x, out, reduce_type):
-        if x.dtype in _WIDEN:
+        if is_half(x.dtype):  # in float32, rounded once: MLX rounds per add
             wide = _widened(x)
             self._comm.Allreduce(self._mpi.IN_PLACE, wide, self._op(reduce_type, wide.dtype))
             out[...] = wide
@@ -165,7 +161,7 @@ class MPIBackend(Backend):
 
     def sum_scatter(self, x):
         shape = (x.shape[0] // self._size,) + x.shape[1:]
-        if x.dtype in _WIDEN:
+        if is_half(x.dtype):  # in float32, rounded once: MLX rounds per add
             part = memory.empty(shape, np.float32)
             self._comm.Reduce_scatter_block(_widened(x), part, self._mpi.SUM)
             return part.astype(x.dtype)

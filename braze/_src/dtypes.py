@@ -1,13 +1,19 @@
 """Dtype objects, categories, MLX's promotion table and the NumPy mapping.
 
 Everything that decides a result dtype lives here, so ops never guess.
+
+bfloat16's NumPy dtype comes from ml_dtypes, which takes longer to import than the rest of
+braze: it is imported the first time `bfloat16.np_dtype` is read (`Dtype.__getattr__`), so a
+program that never meets bfloat16 never imports it. No NumPy array can be bfloat16 before
+ml_dtypes is imported, which is what lets `is_bf16` and `from_numpy` answer without it.
 """
 from __future__ import annotations
 
 import enum
+import importlib
+import sys
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 
@@ -59,8 +65,11 @@ class Dtype:
 
     def __init__(self, name, np_dtype, category, index):
         self.name = name
-        self.np_dtype = np.dtype(np_dtype)
-        self.size = self.np_dtype.itemsize
+        if isinstance(np_dtype, tuple):  # (ml_dtypes attribute, itemsize): resolved when read
+            self.size = np_dtype[1]
+        else:
+            self.np_dtype = np.dtype(np_dtype)
+            self.size = self.np_dtype.itemsize
         self.category = category  # the most specific category, or None for bool
         self._index = index
         self._cats = _ancestors(category) if category else frozenset({DtypeCategory.generic})
@@ -73,6 +82,15 @@ class Dtype:
         return f"braze.core.{self.name}"
 
     __str__ = __repr__
+
+    def __getattr__(self, attr):
+        # reached only for an unset slot: the np_dtype of a dtype from ml_dtypes, first read
+        if attr == "np_dtype" and self.name in _FROM_ML_DTYPES:
+            npd = np.dtype(getattr(importlib.import_module("ml_dtypes"), self.name))
+            self.np_dtype = npd
+            _BY_NP[npd] = self
+            return npd
+        raise AttributeError(f"'Dtype' object has no attribute {attr!r}")
 
     def __hash__(self):
         return hash(self.name)
@@ -88,8 +106,10 @@ class Dtype:
 
 _ORDER = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
           "int64", "float16", "float32", "float64", "bfloat16", "complex64"]
+#: the dtypes whose NumPy dtype ml_dtypes defines (imported when first needed)
+_FROM_ML_DTYPES = frozenset({"bfloat16"})
 _NP = [np.bool_, np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32,
-       np.int64, np.float16, np.float32, np.float64, ml_dtypes.bfloat16, np.complex64]
+       np.int64, np.float16, np.float32, np.float64, ("bfloat16", 2), np.complex64]
 _CAT = [None] + [DtypeCategory.unsignedinteger] * 4 + [DtypeCategory.signedinteger] * 4 \
     + [DtypeCategory.floating] * 4 + [DtypeCategory.complexfloating]
 
@@ -98,11 +118,42 @@ ALL = [Dtype(n, d, c, i) for i, (n, d, c) in enumerate(zip(_ORDER, _NP, _CAT))]
  float16, float32, float64, bfloat16, complex64) = ALL
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME["bool_"] = bool_
-_BY_NP = {d.np_dtype: d for d in ALL}
+_BY_NP = {d.np_dtype: d for d in ALL if d.name not in _FROM_ML_DTYPES}
 
 
 def from_name(name):
     return _BY_NAME[name]
+
+
+def ml_dtypes_loaded() -> bool:
+    """Whether ml_dtypes has been imported (by braze or by the caller)."""
+    return "ml_dtypes" in sys.modules
+
+
+def is_bf16(npd: np.dtype) -> bool:
+    """Whether NumPy dtype `npd` is ml_dtypes' bfloat16. Imports nothing for any other dtype:
+    an ml_dtypes dtype has kind "V", and exists only once ml_dtypes is imported."""
+    return npd.kind == "V" and ml_dtypes_loaded() and npd == bfloat16.np_dtype
+
+
+def is_half(npd: np.dtype) -> bool:
+    """Whether NumPy dtype `npd` is float16 or bfloat16 (imports nothing for other dtypes)."""
+    return npd == _F16_NP or is_bf16(npd)
+
+
+def lookup_np(npd: np.dtype):
+    """The braze dtype of NumPy dtype `npd`, or None: `_BY_NP` learns ml_dtypes' dtypes only
+    once they are read, so a miss of kind "V" resolves them (when ml_dtypes is imported: else
+    no array of theirs exists) and looks again."""
+    d = _BY_NP.get(npd)
+    if d is None and npd.kind == "V" and ml_dtypes_loaded():
+        for name in _FROM_ML_DTYPES:
+            _BY_NAME[name].np_dtype  # noqa: B018  (reading it registers it in _BY_NP)
+        d = _BY_NP.get(npd)
+    return d
+
+
+_F16_NP = np.dtype(np.float16)
 
 
 # MLX's promotion table (mlx/dtype.cpp), rows and columns in _ORDER.
@@ -151,17 +202,21 @@ def to_dtype(d, op="dtype") -> Dtype:
             return _BY_NAME[d]
         if d is bool:
             return bool_
-        return _BY_NP[np.dtype(d)]
+        out = lookup_np(np.dtype(d))
+        if out is None:
+            raise KeyError(d)
+        return out
     except (TypeError, KeyError):
         raise TypeError(f"[{op}] Unsupported dtype {d!r}.") from None
 
 
 def from_numpy(npd) -> Dtype:
     """The braze dtype for a NumPy dtype; float64/int64 stay as they are (no downcast here)."""
-    try:
-        return _BY_NP[np.dtype(npd)]
-    except KeyError:
-        raise TypeError(f"[array] Unsupported NumPy dtype {np.dtype(npd)}.") from None
+    npd = np.dtype(npd)
+    out = lookup_np(npd)
+    if out is None:
+        raise TypeError(f"[array] Unsupported NumPy dtype {npd}.")
+    return out
 
 
 def issubdtype(a: Any, b: Any) -> bool:
@@ -225,6 +280,12 @@ def isdtype(dtype: Any, kind: Any) -> bool:
     return False
 
 
+def _finfo(d: Dtype):
+    if d.name in _FROM_ML_DTYPES:
+        return importlib.import_module("ml_dtypes").finfo(d.np_dtype)
+    return np.finfo(d.np_dtype)
+
+
 def _fmt_g(v) -> str:
     return f"{v:g}"
 
@@ -241,7 +302,7 @@ class finfo:
         if dtype.kind not in "fc":
             raise ValueError(f"[finfo] dtype {dtype.name} is not inexact.")
         real = float32 if dtype is complex64 else dtype
-        fi = ml_dtypes.finfo(real.np_dtype) if real is bfloat16 else np.finfo(real.np_dtype)
+        fi = _finfo(real)
         self.dtype = real
         self.min = float(fi.min)
         self.max = float(fi.max)
@@ -279,7 +340,7 @@ class iinfo:
 
 def finfo_min_max(d: Dtype):
     if d.kind in "fc":
-        fi = ml_dtypes.finfo(d.np_dtype) if d is bfloat16 else np.finfo(d.np_dtype)
+        fi = _finfo(d)
         return float(fi.min), float(fi.max)
     if d.kind == "b":
         return 0, 1

@@ -6,15 +6,12 @@ import contextlib
 import os
 import tempfile
 
-import ml_dtypes
 import numpy as np
 
 from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind
 from ..prims.io import Load
-
-BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def is_reader(file) -> bool:

@@ -10,15 +10,16 @@ from typing import BinaryIO, Union
 
 import numpy as np
 
+from .. import dtypes as D
 from ..ops._typing import ArrayLike
 from ..ops.shape import transpose
-from ._files import BF16, file_dtype, from_numpy, lazy_read, open_for_write, to_numpy
+from ._files import file_dtype, from_numpy, lazy_read, open_for_write, to_numpy
 
 
 def save(file: Union[str, os.PathLike, BinaryIO], a: ArrayLike) -> None:
     """Write one array to a `.npy` file (".npy" is appended to a path without it)."""
     x = to_numpy(a, "a", "save")
-    if x.dtype == BF16:
+    if D.is_bf16(x.dtype):
         x = x.view(np.dtype("V2"))
     with open_for_write(file, "save", ".npy") as f:
         np.lib.format.write_array(f, x, allow_pickle=False)
@@ -56,5 +57,5 @@ def load_file(f):
         raise ValueError(f"[load] Invalid .npy data ({e}).") from None
     dtype = file_dtype(x.dtype, "load", "open file")
     if x.dtype == np.dtype("V2"):
-        x = x.view(BF16)
+        x = x.view(D.bfloat16.np_dtype)
     return from_numpy(np.ascontiguousarray(x).astype(dtype.np_dtype, copy=False))

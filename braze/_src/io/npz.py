@@ -8,8 +8,9 @@ from typing import BinaryIO, Union
 
 import numpy as np
 
+from .. import dtypes as D
 from ..ops._typing import ArrayLike
-from ._files import BF16, from_numpy, is_reader, open_for_write, path_of, to_numpy
+from ._files import from_numpy, is_reader, open_for_write, path_of, to_numpy
 
 
 def _write_npz(file, arrays, compress):
@@ -18,7 +19,7 @@ def _write_npz(file, arrays, compress):
     pending = [(name, to_numpy(a, name, op)) for name, a in arrays.items()]
     with open_for_write(file, op, ".npz") as f, zipfile.ZipFile(f, "w", compression=mode) as z:
         for name, x in pending:
-            if x.dtype == BF16:
+            if D.is_bf16(x.dtype):
                 x = x.view(np.dtype("V2"))
             with z.open(name + ".npy", "w", force_zip64=True) as entry:
                 np.lib.format.write_array(entry, x, allow_pickle=False)
@@ -69,7 +70,7 @@ def load_npz(file) -> dict:
             for name in z.files:
                 x = z[name]
                 if x.dtype == np.dtype("V2"):
-                    x = x.view(BF16)
+                    x = x.view(D.bfloat16.np_dtype)
                 out[name] = from_numpy(x)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
         raise ValueError(f"[load] {what} is not a valid .npz file ({e}).") from None

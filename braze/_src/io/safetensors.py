@@ -16,7 +16,6 @@ import os
 import struct
 from typing import BinaryIO, Dict, Union
 
-import ml_dtypes
 import numpy as np
 
 from .. import dtypes as D
@@ -35,10 +34,22 @@ _ST_TO_NP = {
     "BOOL": np.dtype(np.bool_), "U8": np.dtype(np.uint8), "I8": np.dtype(np.int8),
     "U16": np.dtype(np.uint16), "I16": np.dtype(np.int16), "U32": np.dtype(np.uint32),
     "I32": np.dtype(np.int32), "U64": np.dtype(np.uint64), "I64": np.dtype(np.int64),
-    "F16": np.dtype(np.float16), "BF16": np.dtype(ml_dtypes.bfloat16),
+    "F16": np.dtype(np.float16),
     "F32": np.dtype(np.float32), "F64": np.dtype(np.float64), "C64": np.dtype(np.complex64),
 }
 _NP_TO_ST = {v: k for k, v in _ST_TO_NP.items()}
+# "BF16" <-> ml_dtypes' bfloat16, resolved when met (`_st_dtype`, `_np_st`): ml_dtypes is
+# imported only for a file that holds bfloat16
+
+
+def _st_dtype(st: str):
+    if st == "BF16":
+        return D.bfloat16.np_dtype
+    return _ST_TO_NP.get(st, _READ_ONLY.get(st))
+
+
+def _np_st(npd: np.dtype):
+    return "BF16" if D.is_bf16(npd) else _NP_TO_ST.get(npd)
 _READ_ONLY = {"F8_E4M3": np.dtype(np.uint8), "F8_E8M0": np.dtype(np.uint8)}
 
 
@@ -57,10 +68,11 @@ def save_safetensors(file: Union[str, os.PathLike, BinaryIO], arrays: Dict[str, 
         if not isinstance(name, str) or name == "__metadata__":
             raise ValueError(f"[{op}] Invalid tensor name {name!r}.")
         x = to_numpy(arrays[name], name, op)
-        if x.dtype not in _NP_TO_ST:
+        st = _np_st(x.dtype)
+        if st is None:
             raise ValueError(f"[{op}] Unsupported dtype {x.dtype} for {name!r}.")
         data = x.astype(x.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
-        header[name] = {"dtype": _NP_TO_ST[x.dtype], "shape": list(x.shape),
+        header[name] = {"dtype": st, "shape": list(x.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -90,7 +102,7 @@ def _parse_header(head: bytes, size: int, where: str, op: str):
         except (KeyError, TypeError, ValueError):
             raise ValueError(f"[{op}] {where}: malformed entry for {name!r}: {info!r}.") \
                 from None
-        dt = _ST_TO_NP.get(st, _READ_ONLY.get(st))
+        dt = _st_dtype(st)
         if dt is None:
             raise ValueError(f"[{op}] {where}: unsupported dtype {st!r} for {name!r}.")
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from .. import dtypes as D
@@ -17,7 +16,6 @@ from .core import broadcast_like
 
 REDUCE_TYPES = ("sum", "prod", "max", "min", "and", "or")
 
-_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 _F32 = np.dtype(np.float32)
 
 
@@ -84,7 +82,7 @@ def _extremum_weights(x, out, axes, dtype):
 
 def acc_dtype(npd: np.dtype) -> np.dtype:
     """The dtype a kernel accumulates in: float32 for the half types, else the dtype itself."""
-    return _F32 if npd in _HALF else npd
+    return _F32 if D.is_half(npd) else npd
 
 
 def _trailing(x: np.ndarray, axes: tuple) -> np.ndarray:

@@ -13,18 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from .. import dtypes as D
 from .base import Primitive, bind, ops
 from .reduce import batched_axis
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
-
 
 def _keys(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float32) if x.dtype == _BF16 else x
+    return x.astype(np.float32) if D.is_bf16(x.dtype) else x
 
 
 def _argsort(x, axis):
@@ -64,7 +61,7 @@ class Sort(Primitive):
         return [(x.shape, x.dtype)]
 
     def eval_cpu(self, x):
-        if x.dtype == _BF16:
+        if D.is_bf16(x.dtype):
             return [np.take_along_axis(x, _argsort(x, self.axis), axis=self.axis)]
         return [np.sort(x, axis=self.axis, kind="stable")]
 
