@@ -26,12 +26,8 @@ class CpuProgram(Program):
     __slots__ = ("fn", "variant", "source", "name", "how", "seconds")
 
     def __init__(self, fn, variant, source, name, how, seconds):
-        self.fn = fn
-        self.variant = variant
-        self.source = source
-        self.name = name
-        self.how = how
-        self.seconds = seconds
+        self.fn, self.variant, self.source = fn, variant, source
+        self.name, self.how, self.seconds = name, how, seconds
 
 
 class Entry:

@@ -97,12 +97,8 @@ class _Launch:
     __slots__ = ("fn", "args", "n", "step", "next", "running", "cv", "error")
 
     def __init__(self, fn, args, start, n, step):
-        self.fn = fn
-        self.args = args
-        self.n = n
-        self.step = step
-        self.next = start
-        self.running = 0
+        self.fn, self.args, self.n, self.step = fn, args, n, step
+        self.next, self.running = start, 0
         self.cv = threading.Condition(threading.Lock())
         self.error = None
 

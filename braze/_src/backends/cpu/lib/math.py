@@ -64,44 +64,38 @@ _jit = njit(inline="always", error_model="numpy", cache=False)
 
 
 # -- bit casts (LLVM bitcast: free, and they vectorize) -----------------------------------------
-@intrinsic
-def _f32_bits(typingctx, x):
-    """The int32 bit pattern of a float32."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-    return types.int32(types.float32), codegen
+def _bit_pattern(width: int):
+    """An intrinsic: the integer bit pattern of a float of `width` (32 or 64) bits."""
+    float_t, int_t = (types.float32, types.int32) if width == 32 else (types.float64, types.int64)
+
+    @intrinsic
+    def bits(typingctx, x):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.IntType(width))
+        return int_t(float_t), codegen
+    return bits
 
 
-@intrinsic
-def _bits_f32(typingctx, i):
-    """The float32 whose bit pattern is the low 32 bits of integer `i`."""
-    def codegen(context, builder, signature, args):
-        v = args[0]
-        if v.type.width > 32:
-            v = builder.trunc(v, ir.IntType(32))
-        elif v.type.width < 32:
-            v = builder.sext(v, ir.IntType(32))
-        return builder.bitcast(v, ir.FloatType())
-    return types.float32(i), codegen
+def _from_bit_pattern(width: int):
+    """An intrinsic: the float of `width` bits whose bit pattern is integer `i` (truncated or
+    sign-extended to `width` bits)."""
+    float_t = types.float32 if width == 32 else types.float64
+
+    @intrinsic
+    def from_bits(typingctx, i):
+        def codegen(context, builder, signature, args):
+            v = args[0]
+            if v.type.width > width:
+                v = builder.trunc(v, ir.IntType(width))
+            elif v.type.width < width:
+                v = builder.sext(v, ir.IntType(width))
+            return builder.bitcast(v, ir.FloatType() if width == 32 else ir.DoubleType())
+        return float_t(i), codegen
+    return from_bits
 
 
-@intrinsic
-def _f64_bits(typingctx, x):
-    """The int64 bit pattern of a float64."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-    return types.int64(types.float64), codegen
-
-
-@intrinsic
-def _bits_f64(typingctx, i):
-    """The float64 whose bit pattern is integer `i` (sign-extended to 64 bits)."""
-    def codegen(context, builder, signature, args):
-        v = args[0]
-        if v.type.width < 64:
-            v = builder.sext(v, ir.IntType(64))
-        return builder.bitcast(v, ir.DoubleType())
-    return types.float64(i), codegen
+_f32_bits, _f64_bits = _bit_pattern(32), _bit_pattern(64)
+_bits_f32, _bits_f64 = _from_bit_pattern(32), _from_bit_pattern(64)
 
 
 @intrinsic
@@ -550,10 +544,8 @@ def arccos_f32(x):
 @_jit
 def arctan2_f32(y, x):
     """NumPy's arctan2 (all signed-zero and infinity cases), computed in float64."""
-    yd = np.float64(y)
-    xd = np.float64(x)
-    ay = abs(yd)
-    ax = abs(xd)
+    yd, xd = np.float64(y), np.float64(x)
+    ay, ax = abs(yd), abs(xd)
     mx = max(ax, ay)
     mn = min(ax, ay)
     t = mn / mx

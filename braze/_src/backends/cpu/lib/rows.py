@@ -16,14 +16,28 @@ from __future__ import annotations
 
 from numba import njit
 
+from .scalar import max_f, min_f
 
-def _jit(py_func):
+
+def _jit(py_func, inline="never"):
     """njit, cached on disk by Numba (compiling these costs ~0.3 s inside the first row
-    kernel of a process); without a cache location Numba refuses cache=True."""
+    kernel of a process); without a cache location Numba refuses cache=True. The cache of a
+    function here is not invalidated when scalar.py changes: max_f / min_f are fixed ops."""
+    opts = dict(error_model="numpy", nogil=True, boundscheck=False, inline=inline)
     try:
-        return njit(error_model="numpy", nogil=True, boundscheck=False, cache=True)(py_func)
+        return njit(cache=True, **opts)(py_func)
     except Exception:  # pragma: no cover - no writable cache location
-        return njit(error_model="numpy", nogil=True, boundscheck=False)(py_func)
+        return njit(**opts)(py_func)
+
+
+def _inlined(py_func):
+    """Inlined into its caller in Numba's IR, so a constant flag argument folds away."""
+    return _jit(py_func, inline="always")
+
+
+@_inlined
+def _pick(a, v, is_max):
+    return max_f(a, v) if is_max else min_f(a, v)
 
 
 @_jit
@@ -60,52 +74,37 @@ def lprod(b, m, one):
     return ((a0 * a2) * (a1 * a3)) * s
 
 
-@_jit
-def _mx(a, v):
-    return a if (a > v or a != a) else v
-
-
-@_jit
-def _mn(a, v):
-    return a if (a < v or a != a) else v
+@_inlined
+def _extremum(b, m, init, is_max):
+    """max (is_max) or min of b[:m] and `init`, NaN propagating; 8 lanes as in lsum. Inlined
+    into lmax / lmin, where `is_max` is a constant and the branch folds away."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = init
+    nb = m - m % 8
+    for i in range(0, nb, 8):
+        a0 = _pick(a0, b[i], is_max)
+        a1 = _pick(a1, b[i + 1], is_max)
+        a2 = _pick(a2, b[i + 2], is_max)
+        a3 = _pick(a3, b[i + 3], is_max)
+        a4 = _pick(a4, b[i + 4], is_max)
+        a5 = _pick(a5, b[i + 5], is_max)
+        a6 = _pick(a6, b[i + 6], is_max)
+        a7 = _pick(a7, b[i + 7], is_max)
+    s = init
+    for i in range(nb, m):
+        s = _pick(s, b[i], is_max)
+    first = _pick(_pick(a0, a1, is_max), _pick(a2, a3, is_max), is_max)
+    second = _pick(_pick(a4, a5, is_max), _pick(a6, a7, is_max), is_max)
+    return _pick(first, _pick(second, s, is_max), is_max)
 
 
 @_jit
 def lmax(b, m, lo):
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = lo
-    nb = m - m % 8
-    for i in range(0, nb, 8):
-        a0 = _mx(a0, b[i])
-        a1 = _mx(a1, b[i + 1])
-        a2 = _mx(a2, b[i + 2])
-        a3 = _mx(a3, b[i + 3])
-        a4 = _mx(a4, b[i + 4])
-        a5 = _mx(a5, b[i + 5])
-        a6 = _mx(a6, b[i + 6])
-        a7 = _mx(a7, b[i + 7])
-    s = lo
-    for i in range(nb, m):
-        s = _mx(s, b[i])
-    return _mx(_mx(_mx(a0, a1), _mx(a2, a3)), _mx(_mx(_mx(a4, a5), _mx(a6, a7)), s))
+    return _extremum(b, m, lo, True)
 
 
 @_jit
 def lmin(b, m, hi):
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = hi
-    nb = m - m % 8
-    for i in range(0, nb, 8):
-        a0 = _mn(a0, b[i])
-        a1 = _mn(a1, b[i + 1])
-        a2 = _mn(a2, b[i + 2])
-        a3 = _mn(a3, b[i + 3])
-        a4 = _mn(a4, b[i + 4])
-        a5 = _mn(a5, b[i + 5])
-        a6 = _mn(a6, b[i + 6])
-        a7 = _mn(a7, b[i + 7])
-    s = hi
-    for i in range(nb, m):
-        s = _mn(s, b[i])
-    return _mn(_mn(_mn(a0, a1), _mn(a2, a3)), _mn(_mn(_mn(a4, a5), _mn(a6, a7)), s))
+    return _extremum(b, m, hi, False)
 
 
 @_jit
@@ -124,37 +123,32 @@ def lany(b, m):
     return False
 
 
-@_jit
-def largmax(b, m):
-    """(index, value) of the first maximum of b[:m] (the first NaN if any); m >= 1."""
+@_inlined
+def _arg_extremum(b, m, is_max):
+    """(index, value) of the first maximum (is_max) or minimum of b[:m], or of its first NaN;
+    m >= 1."""
     best = b[0]
     k = 0
     if best != best:
         return k, best
     for i in range(1, m):
         v = b[i]
-        if v > best or v != v:
+        if (v > best if is_max else v < best) or v != v:
             best = v
             k = i
             if v != v:
                 break
     return k, best
+
+
+@_jit
+def largmax(b, m):
+    return _arg_extremum(b, m, True)
 
 
 @_jit
 def largmin(b, m):
-    best = b[0]
-    k = 0
-    if best != best:
-        return k, best
-    for i in range(1, m):
-        v = b[i]
-        if v < best or v != v:
-            best = v
-            k = i
-            if v != v:
-                break
-    return k, best
+    return _arg_extremum(b, m, False)
 
 
 @_jit

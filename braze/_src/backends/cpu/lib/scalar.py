@@ -61,6 +61,8 @@ def _jit(py_func):
 
 
 _jit_uncached = njit(error_model="numpy", cache=False)
+#: inlined in Numba's IR (as mathlib's functions are), so a kernel loop calling it vectorizes
+_jit_inlined = njit(error_model="numpy", cache=False, inline="always")
 
 
 __all__ = [
@@ -276,41 +278,44 @@ def nan_equal(a, b):
 
 
 @_jit
-def rint_f32(x):
-    """Round half to even (exact for every float32: magic-number rounding below 2**23)."""
+def _rint(x, magic):
+    """Round half to even, exact for every float: adding and subtracting `magic` (2**mantissa
+    bits) rounds |x| below it in the FPU's mode; larger values are integers already."""
     ax = abs(x)
-    m = np.float32(8388608.0)
-    r = (ax + m) - m
-    r = np.copysign(r, x)
-    return r if ax < m else x
+    r = np.copysign((ax + magic) - magic, x)
+    return r if ax < magic else x
+
+
+@_jit
+def rint_f32(x):
+    return _rint(x, np.float32(8388608.0))
 
 
 @_jit
 def rint_f64(x):
-    ax = abs(x)
-    m = 4503599627370496.0
-    r = (ax + m) - m
-    r = np.copysign(r, x)
-    return r if ax < m else x
+    return _rint(x, 4503599627370496.0)
 
 
-@_jit_uncached
-def logaddexp_f32(x, y):
-    """NumPy's npy_logaddexpf, with the vectorizable exp/log1p of mathlib."""
-    tmp = x - y
-    big = x if tmp > 0 else y
-    r = big + log1p_f32(exp_f32(-abs(tmp)))
+@_jit_inlined
+def _logaddexp(x, y, tmp, soft, ln2):
+    """NumPy's npy_logaddexp given tmp = x - y and soft = log1p(exp(-|tmp|)): equal
+    arguments (infinities included) give x + ln 2, a NaN difference propagates."""
+    r = (x if tmp > 0 else y) + soft
     r = r if tmp == tmp else tmp
-    return x + np.float32(0.6931471805599453) if x == y else r
+    return x + ln2 if x == y else r
 
 
-@_jit_uncached
+@_jit_inlined
+def logaddexp_f32(x, y):
+    """With the vectorizable exp / log1p of mathlib."""
+    tmp = x - y
+    return _logaddexp(x, y, tmp, log1p_f32(exp_f32(-abs(tmp))), np.float32(0.6931471805599453))
+
+
+@_jit_inlined
 def logaddexp_f64(x, y):
     tmp = x - y
-    big = x if tmp > 0 else y
-    r = big + log1p_f64(exp_f64(-abs(tmp)))
-    r = r if tmp == tmp else tmp
-    return x + 0.6931471805599453 if x == y else r
+    return _logaddexp(x, y, tmp, log1p_f64(exp_f64(-abs(tmp))), 0.6931471805599453)
 
 
 # -- inverse hyperbolic functions (not in mathlib: libm in float64, rounded once) -------------
