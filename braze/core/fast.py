@@ -1,7 +1,7 @@
 """`mx.fast`: MLX's fast namespace (re-exported from braze._src.ops.fast).
 
-layer_norm, rms_norm, rope and scaled_dot_product_attention are composites of ordinary ops
-(MLX's CPU fallback graphs), so they differentiate, vmap and compile like any other op.
+layer_norm, rms_norm, rope and scaled_dot_product_attention are primitives with native kernels
+(braze/_src/prims/fast.py); they differentiate, vmap and compile like any other op.
 """
 from braze._src.ops.custom_kernel import cuda_kernel, metal_kernel  # noqa: F401
 from braze._src.ops.fast import (  # noqa: F401
@@ -10,6 +10,17 @@ from braze._src.ops.fast import (  # noqa: F401
     rope,
     scaled_dot_product_attention,
 )
+from braze._src.prims.fast import set_runner as _set_runner
 
 __all__ = ["layer_norm", "rms_norm", "rope", "scaled_dot_product_attention", "metal_kernel",
            "cuda_kernel"]
+
+
+def _pool_run(kernel, n, args, unit):
+    """The mx.fast kernels split across the cpu backend's threads (imported on first use:
+    it pulls in Numba, which the kernels have loaded by then anyway)."""
+    from braze._src.backends.cpu.threads import POOL
+    return POOL.run(kernel, n, args, unit)
+
+
+_set_runner(_pool_run)

@@ -13,6 +13,8 @@ from typing import Optional, Union
 
 from .. import dtypes as D
 from ..array import array
+from ..prims import fast as F
+from ..prims.base import bind
 from ..prims.base import ops as O
 from ._helpers import as_array, astype
 from ._typing import ArrayLike, StreamOrDevice
@@ -54,6 +56,15 @@ def layer_norm(x: ArrayLike, weight: Optional[ArrayLike], bias: Optional[ArrayLi
                stream: StreamOrDevice = None) -> array:
     """(x - mean) / sqrt(var + eps) over the last axis, then * weight + bias (either may be
     None)."""
+    return _layer_norm(x, weight, bias, eps, True)
+
+
+def _layer_norm_composite(x, weight, bias, eps) -> array:
+    """layer_norm as the graph of ordinary ops (MLX's CPU fallback), not the primitive."""
+    return _layer_norm(x, weight, bias, eps, False)
+
+
+def _layer_norm(x, weight, bias, eps, native):
     op = "layer_norm"
     x = _arr(x, op)
     if x.ndim == 0:
@@ -63,23 +74,24 @@ def layer_norm(x: ArrayLike, weight: Optional[ArrayLike], bias: Optional[ArrayLi
     eps = _check_eps(eps, op)
     weight = _affine_param(weight, x, "weight", op)
     bias = _affine_param(bias, x, "bias", op)
-    out_type = D.promote_types(*[a.dtype for a in (x, weight, bias) if a is not None])
-    ct = D.float64 if x.dtype is D.float64 else D.float32
-    y = astype(x, ct)
-    mu = O.mean(y, axis=-1, keepdims=True)
-    yc = y - mu
-    v = O.mean(O.square(yc), axis=-1, keepdims=True)
-    y = astype(yc * O.rsqrt(v + array(eps, ct)), out_type)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
+    if not native:
+        return F.layer_norm_graph(x, weight, bias, eps)
+    prim = F.LayerNorm(eps, weight is not None, bias is not None)
+    return bind(prim, tuple(a for a in (x, weight, bias) if a is not None))
 
 
 def rms_norm(x: ArrayLike, weight: Optional[ArrayLike], eps: float, *,
              stream: StreamOrDevice = None) -> array:
     """x / sqrt(mean(x^2) + eps) over the last axis, then * weight (may be None)."""
+    return _rms_norm(x, weight, eps, True)
+
+
+def _rms_norm_composite(x, weight, eps) -> array:
+    """rms_norm as the graph of ordinary ops (MLX's CPU fallback), not the primitive."""
+    return _rms_norm(x, weight, eps, False)
+
+
+def _rms_norm(x, weight, eps, native):
     op = "rms_norm"
     x = _arr(x, op)
     if x.ndim == 0:
@@ -88,12 +100,9 @@ def rms_norm(x: ArrayLike, weight: Optional[ArrayLike], eps: float, *,
     _real_float(x, op)
     eps = _check_eps(eps, op)
     weight = _affine_param(weight, x, "weight", op)
-    out_type = x.dtype if weight is None else D.promote(x.dtype, weight.dtype)
-    ct = D.float64 if x.dtype is D.float64 else D.float32
-    y = astype(x, ct)
-    y = y * O.rsqrt(O.mean(O.square(y), axis=-1, keepdims=True) + array(eps, ct))
-    y = astype(y, out_type)
-    return y * weight if weight is not None else y
+    if not native:
+        return F.rms_norm_graph(x, weight, eps)
+    return bind(F.RMSNorm(eps), (x,) if weight is None else (x, weight))
 
 
 def rope(a: ArrayLike, dims: int, *, traditional: bool, base: Optional[float], scale: float,

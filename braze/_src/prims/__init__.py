@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     creation,
     custom_kernel,
     distributed,
+    fast,
     fft,
     indexing,
     io,

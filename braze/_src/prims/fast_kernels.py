@@ -1,0 +1,190 @@
+"""Numba kernels of the `mx.fast` primitives (prims/fast.py), imported on first use.
+
+Every kernel takes an index range `[start, stop)` first (rows, or (batch, head) pairs), is
+compiled `nogil=True` and cached on disk, so `prims.fast` can hand it to a thread pool that
+cuts the range into chunks (the cpu backend's, installed through `prims.fast.set_runner`).
+Arrays are float32 (float16/bfloat16 inputs are widened before the call) or float64; `mode`
+says which half type a value stands for, and `rnd(v, mode)` rounds a float32 to it (round to
+nearest even, exactly as NumPy/ml_dtypes convert), so the kernels round where the composite
+graphs of ops/fast.py round and match them bit for bit in half precision. A float32 sum or
+product of two half values rounded to half is the correctly rounded half result (24 >= 2p + 2
+bits), so half arithmetic is float32 arithmetic followed by `rnd`.
+
+Reductions over a row run with reassociation allowed (`fastmath={"reassoc"}`: the compiler
+may split the sum into vector lanes, as the row kernels of the cpu backend do by hand).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+_OPTS = dict(error_model="numpy", nogil=True, boundscheck=False, fastmath={"reassoc"})
+
+
+def _jit(py_func):
+    """njit, cached on disk (a missing cache location makes Numba refuse cache=True)."""
+    try:
+        return njit(cache=True, **_OPTS)(py_func)
+    except Exception:  # pragma: no cover - no writable cache location
+        return njit(**_OPTS)(py_func)
+
+
+def _inline(py_func):
+    opts = dict(_OPTS, inline="always")
+    try:
+        return njit(cache=True, **opts)(py_func)
+    except Exception:  # pragma: no cover
+        return njit(**opts)(py_func)
+
+
+@intrinsic
+def _f32_bits(typingctx, x):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def _bits_f32(typingctx, i):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.int32), codegen
+
+
+@_inline
+def rnd(v, mode):
+    """v (float32) rounded to float16 (mode 1) or bfloat16 (mode 2); mode 0: v itself."""
+    if mode == 0:
+        return v
+    f = np.float32(v)
+    x = np.int64(_f32_bits(f)) & 0xFFFFFFFF
+    ax = x & 0x7FFFFFFF
+    if ax > 0x7F800000:  # NaN stays NaN
+        return v
+    if mode == 2:
+        r = ((x + 0x7FFF + ((x >> 16) & 1)) >> 16) << 16
+        return _bits_f32(np.int32(np.uint32(r)))
+    sign = x & 0x80000000
+    if ax >= 0x477FF000:  # beyond the largest float16 once rounded: inf
+        return _bits_f32(np.int32(np.uint32(sign | 0x7F800000)))
+    if ax < 0x38800000:  # float16 subnormals: the nearest multiple of 2**-24 (integer
+        e = ax >> 23     # rounding: reassociation must not see an `(a + c) - c`)
+        m = (ax & 0x7FFFFF) | 0x800000
+        sh = 126 - e
+        q = 0
+        if e > 0 and sh < 40:
+            q = (m + (1 << (sh - 1)) - 1 + ((m >> sh) & 1)) >> sh
+        a = np.float32(q) * np.float32(5.960464477539063e-08)  # q * 2**-24, exact
+        return _bits_f32(np.int32(np.uint32((np.int64(_f32_bits(a)) & 0x7FFFFFFF) | sign)))
+    r = (ax + 0xFFF + ((ax >> 13) & 1)) & 0x7FFFE000
+    return _bits_f32(np.int32(np.uint32(r | sign)))
+
+
+# -- rms_norm / layer_norm --------------------------------------------------------------------
+@_jit
+def rms_fwd(start, stop, x, w, out, eps, has_w, mode):
+    """out[r] = rnd(rnd(x[r] * rsqrt(mean(x[r]^2) + eps)) * w) for rows [start, stop)."""
+    d = x.shape[1]
+    z = x.dtype.type(0)
+    for r in range(start, stop):
+        s = z
+        for j in range(d):
+            s += x[r, j] * x[r, j]
+        inv = 1 / math.sqrt(s * (1 / x.dtype.type(d)) + eps)
+        if has_w:
+            for j in range(d):
+                out[r, j] = rnd(rnd(x[r, j] * inv, mode) * w[j], mode)
+        else:
+            for j in range(d):
+                out[r, j] = rnd(x[r, j] * inv, mode)
+
+
+@_jit
+def ln_fwd(start, stop, x, w, b, out, eps, has_w, has_b, mode):
+    """out[r] = rnd(rnd(rnd((x - mean) * rsqrt(var + eps)) * w) + b) for rows [start, stop)."""
+    d = x.shape[1]
+    z = x.dtype.type(0)
+    inv_d = 1 / x.dtype.type(d)
+    for r in range(start, stop):
+        s = z
+        for j in range(d):
+            s += x[r, j]
+        mu = s * inv_d
+        v = z
+        for j in range(d):
+            c = x[r, j] - mu
+            v += c * c
+        inv = 1 / math.sqrt(v * inv_d + eps)
+        for j in range(d):
+            y = rnd((x[r, j] - mu) * inv, mode)
+            if has_w:
+                y = rnd(y * w[j], mode)
+            if has_b:
+                y = rnd(y + b[j], mode)
+            out[r, j] = y
+
+
+@_jit
+def rms_bwd(start, stop, x, w, g, dx, dwp, eps, has_w, block):
+    """Blocks [start, stop) of `block` rows: dx = r * gw - x * r^3 * mean(gw * x) with
+    gw = g * w, r = rsqrt(mean(x^2) + eps); dwp[blk] = sum over the block of g * x * r."""
+    n, d = x.shape
+    z = x.dtype.type(0)
+    inv_d = 1 / x.dtype.type(d)
+    for blk in range(start, stop):
+        for j in range(d):
+            dwp[blk, j] = z
+        for r in range(blk * block, min(n, (blk + 1) * block)):
+            s = z
+            t = z
+            for j in range(d):
+                s += x[r, j] * x[r, j]
+                gw = g[r, j] * w[j] if has_w else g[r, j]
+                t += gw * x[r, j]
+            inv = 1 / math.sqrt(s * inv_d + eps)
+            c = inv * inv * inv * t * inv_d
+            for j in range(d):
+                gw = g[r, j] * w[j] if has_w else g[r, j]
+                dx[r, j] = inv * gw - x[r, j] * c
+                dwp[blk, j] += g[r, j] * x[r, j] * inv
+
+
+@_jit
+def ln_bwd(start, stop, x, w, g, dx, dwp, dbp, eps, has_w, block):
+    """Blocks of `block` rows: with xh = (x - mean) * rstd, gw = g * w,
+    dx = rstd * (gw - mean(gw) - xh * mean(gw * xh)); dwp[blk] += g * xh; dbp[blk] += g."""
+    n, d = x.shape
+    z = x.dtype.type(0)
+    inv_d = 1 / x.dtype.type(d)
+    for blk in range(start, stop):
+        for j in range(d):
+            dwp[blk, j] = z
+            dbp[blk, j] = z
+        for r in range(blk * block, min(n, (blk + 1) * block)):
+            s = z
+            for j in range(d):
+                s += x[r, j]
+            mu = s * inv_d
+            v = z
+            for j in range(d):
+                c = x[r, j] - mu
+                v += c * c
+            rstd = 1 / math.sqrt(v * inv_d + eps)
+            sg = z
+            sgx = z
+            for j in range(d):
+                gw = g[r, j] * w[j] if has_w else g[r, j]
+                sg += gw
+                sgx += gw * (x[r, j] - mu)
+            mg = sg * inv_d
+            mgx = sgx * rstd * inv_d
+            for j in range(d):
+                xh = (x[r, j] - mu) * rstd
+                gw = g[r, j] * w[j] if has_w else g[r, j]
+                dx[r, j] = rstd * (gw - mg - xh * mgx)
+                dwp[blk, j] += g[r, j] * xh
+                dbp[blk, j] += g[r, j]

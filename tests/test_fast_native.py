@@ -1,0 +1,281 @@
+"""The native mx.fast primitives (braze/_src/prims/fast.py): forward against the composite
+graphs (float64 NumPy references and the braze composite itself, bit for bit in half
+precision) and against MLX; gradients against the float64 composite's and MLX's; second order,
+vmap against a loop, compile (shapeless, grad of compile, compile of grad); the NumPy path
+against the kernels; edge shapes."""
+import numpy as np
+import pytest
+
+import braze.core as mx
+from braze._src import config
+from braze._src.ops import fast as OF
+from braze._src.prims import fast as PF
+
+from op_table.quantized import ref_layer_norm, ref_rms_norm
+
+try:
+    import mlx.core as mlx
+except Exception:  # pragma: no cover - MLX is optional
+    mlx = None
+
+needs_mlx = pytest.mark.skipif(mlx is None, reason="MLX is not installed")
+DTYPES = ("float32", "float16", "bfloat16")
+TOL = {"float32": 2e-5, "float16": 2e-3, "bfloat16": 2e-2, "float64": 1e-12}
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _np(a):
+    if a.dtype in (mx.float16, mx.bfloat16):
+        a = a.astype(mx.float32)
+    return np.array(a).astype(np.float64)
+
+
+def _mlx_np(a):
+    if a.dtype in (mlx.float16, mlx.bfloat16):
+        a = a.astype(mlx.float32)
+    return np.array(a).astype(np.float64)
+
+
+def _bx(a, dt):
+    return mx.array(a).astype(getattr(mx, dt))
+
+
+def _mx(a, dt):
+    return mlx.array(a).astype(getattr(mlx, dt))
+
+
+def _same(a, b, frac=0.005):
+    """Equal in half precision up to summation order: a float32 sum in another order rounds
+    to the neighbouring half value now and then, so at most `frac` of the elements (and one)
+    may be one half ulp apart; the rest are equal bit for bit."""
+    _close_half(_np(a), _np(b), str(b.dtype).split(".")[-1], frac)
+
+
+def _close_half(g, w, dt, frac=0.005):
+    if dt not in ("float16", "bfloat16"):
+        np.testing.assert_array_equal(g, w)
+        return
+    ulp = np.spacing(np.abs(w).astype(np.float16 if dt == "float16" else np.float32))
+    ulp = ulp.astype(np.float64) * (1 if dt == "float16" else 2 ** 16)
+    differ = ~((g == w) | (np.isnan(g) & np.isnan(w)))
+    assert differ.sum() <= max(1, frac * g.size), f"{differ.sum()} of {g.size} differ"
+    np.testing.assert_array_less(np.abs(g - w)[differ], ulp[differ] * 1.01 + 1e-30)
+
+
+def _native(out, name):
+    assert out._prim is not None and type(out._prim).__name__ == name, out._prim
+
+
+# -- rms_norm / layer_norm ---------------------------------------------------------------------
+NORM_SHAPES = [(2, 3, 16), (5, 7), (1, 1), (3, 33), (2, 1, 1000), (4, 1)]
+
+
+def _norm_args(shape, dt, seed=0):
+    r = _rng(seed)
+    x = (r.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    w = r.standard_normal(shape[-1]).astype(np.float32)
+    b = r.standard_normal(shape[-1]).astype(np.float32)
+    return x, w, b
+
+
+NORMS = {
+    "rms": (lambda m, x, w, b: m.fast.rms_norm(x, w, 1e-5),
+            lambda x, w, b: OF._rms_norm_composite(x, w, 1e-5), "RMSNorm"),
+    "rms_plain": (lambda m, x, w, b: m.fast.rms_norm(x, None, 1e-6),
+                  lambda x, w, b: OF._rms_norm_composite(x, None, 1e-6), "RMSNorm"),
+    "ln": (lambda m, x, w, b: m.fast.layer_norm(x, w, b, 1e-5),
+           lambda x, w, b: OF._layer_norm_composite(x, w, b, 1e-5), "LayerNorm"),
+    "ln_plain": (lambda m, x, w, b: m.fast.layer_norm(x, None, None, 1e-5),
+                 lambda x, w, b: OF._layer_norm_composite(x, None, None, 1e-5), "LayerNorm"),
+    "ln_w": (lambda m, x, w, b: m.fast.layer_norm(x, w, None, 1e-4),
+             lambda x, w, b: OF._layer_norm_composite(x, w, None, 1e-4), "LayerNorm"),
+    "ln_b": (lambda m, x, w, b: m.fast.layer_norm(x, None, b, 1e-5),
+             lambda x, w, b: OF._layer_norm_composite(x, None, b, 1e-5), "LayerNorm"),
+}
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("shape", NORM_SHAPES)
+@pytest.mark.parametrize("name", sorted(NORMS))
+def test_norm_matches_composite(name, shape, dt):
+    fn, comp, prim = NORMS[name]
+    args = [_bx(a, dt) for a in _norm_args(shape, dt)]
+    got = fn(mx, *args)
+    _native(got, prim)
+    want = comp(*args)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if dt == "float32":
+        np.testing.assert_allclose(_np(got), _np(want), rtol=2e-6, atol=2e-6)
+    else:
+        _same(got, want)
+    x, w, b = _norm_args(shape, dt)
+    ref = {"rms": lambda: ref_rms_norm(x, w, 1e-5),
+           "rms_plain": lambda: ref_rms_norm(x, None, 1e-6),
+           "ln": lambda: ref_layer_norm(x, w, b, 1e-5),
+           "ln_plain": lambda: ref_layer_norm(x, None, None, 1e-5),
+           "ln_w": lambda: ref_layer_norm(x, w, None, 1e-4),
+           "ln_b": lambda: ref_layer_norm(x, None, b, 1e-5)}[name]
+    if dt == "float32":
+        np.testing.assert_allclose(_np(got), ref(), rtol=1e-4, atol=1e-4)
+
+
+@needs_mlx
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("name", sorted(NORMS))
+def test_norm_matches_mlx(name, dt):
+    fn = NORMS[name][0]
+    args = _norm_args((3, 5, 40), dt, seed=1)
+    got = fn(mx, *[_bx(a, dt) for a in args])
+    want = fn(mlx, *[_mx(a, dt) for a in args])
+    if dt == "float32":
+        np.testing.assert_allclose(_np(got), _mlx_np(want), rtol=1e-5, atol=1e-5)
+    else:
+        _close_half(_np(got), _mlx_np(want), dt)
+
+
+def test_norm_float64_and_mixed_dtypes():
+    x, w, b = _norm_args((3, 9), "float64")
+    got = mx.fast.layer_norm(mx.array(x, dtype=mx.float64), mx.array(w), mx.array(b), 1e-5)
+    assert got.dtype == mx.float64
+    np.testing.assert_allclose(np.array(got), ref_layer_norm(x.astype(np.float64), w, b, 1e-5),
+                               rtol=1e-6, atol=1e-6)
+    # half x with a float32 weight: float32 output (the NumPy path's promotions)
+    for fn, comp, _ in NORMS.values():
+        args = [_bx(x, "float16"), _bx(w, "float32"), _bx(b, "bfloat16")]
+        got, want = fn(mx, *args), comp(*args)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16"])
+@pytest.mark.parametrize("name", sorted(NORMS))
+def test_norm_grads_match_float64_composite(name, dt):
+    fn, comp, _ = NORMS[name]
+    x, w, b = _norm_args((3, 4, 24), dt, seed=2)
+    cot = _rng(3).standard_normal(x.shape)
+
+    def grads(f, dtype):
+        args = [mx.array(a).astype(dtype) for a in (x, w, b)]
+        c = mx.array(cot).astype(dtype)
+        return mx.grad(lambda *a: (f(*a) * c).sum(), argnums=(0, 1, 2))(*args)
+
+    got = grads(lambda *a: fn(mx, *a), getattr(mx, dt))
+    want = grads(comp, mx.float64)
+    for g, wv in zip(got, want):
+        assert g.dtype == getattr(mx, dt)
+        np.testing.assert_allclose(_np(g), _np(wv), rtol=TOL[dt] * 10, atol=TOL[dt] * 10)
+
+
+@needs_mlx
+@pytest.mark.parametrize("name", ["rms", "ln", "ln_b"])
+def test_norm_grads_match_mlx(name):
+    fn = NORMS[name][0]
+    x, w, b = _norm_args((2, 6, 20), "float32", seed=4)
+    cot = _rng(5).standard_normal(x.shape).astype(np.float32)
+
+    def loss(m):
+        return lambda *a: (fn(m, *a) * m.array(cot)).sum()
+
+    got = mx.grad(loss(mx), argnums=(0, 1, 2))(*[mx.array(a) for a in (x, w, b)])
+    want = mlx.grad(loss(mlx), argnums=(0, 1, 2))(*[mlx.array(a) for a in (x, w, b)])
+    for g, wv in zip(got, want):
+        np.testing.assert_allclose(np.array(g), np.array(wv), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["rms", "ln"])
+def test_norm_second_order_matches_composite(name):
+    fn, comp, _ = NORMS[name]
+    x, w, b = (mx.array(a) for a in _norm_args((3, 10), "float32", seed=6))
+    c = mx.array(_rng(7).standard_normal((3, 10)).astype(np.float32))
+
+    def gg(f):
+        inner = mx.grad(lambda x, w: (f(x, w, b) * c).sum(), argnums=(0, 1))
+        return mx.grad(lambda x, w: sum((g * g).sum() for g in inner(x, w)), argnums=(0, 1))(x, w)
+
+    for g, wv in zip(gg(lambda *a: fn(mx, *a)), gg(comp)):
+        np.testing.assert_allclose(np.array(g), np.array(wv), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(NORMS))
+def test_norm_numpy_path_matches_kernel(name):
+    fn = NORMS[name][0]
+    for dt in DTYPES:
+        args = [_bx(a, dt) for a in _norm_args((4, 37), dt, seed=8)]
+        c = _bx(_rng(9).standard_normal((4, 37)), dt)
+        native = fn(mx, *args)
+        g_native = mx.grad(lambda *a: (fn(mx, *a) * c).sum(), argnums=(0, 1, 2))(*args)
+        mx.eval(native, g_native)
+        with config.override(backend="numpy"):
+            ref = fn(mx, *args)
+            g_ref = mx.grad(lambda *a: (fn(mx, *a) * c).sum(), argnums=(0, 1, 2))(*args)
+            mx.eval(ref, g_ref)
+        if dt == "float32":
+            np.testing.assert_allclose(_np(native), _np(ref), rtol=2e-6, atol=2e-6)
+        else:
+            _same(native, ref)
+        for p, q in zip(g_native, g_ref):
+            np.testing.assert_allclose(_np(p), _np(q), rtol=TOL[dt], atol=TOL[dt])
+
+
+@pytest.mark.parametrize("name", ["rms", "ln"])
+def test_norm_vmap_matches_loop(name):
+    fn = NORMS[name][0]
+    x, w, b = _norm_args((3, 4, 12), "float32", seed=10)
+    x, w, b = mx.array(x), mx.array(w), mx.array(b)
+    for ax in (0, 1, 2):
+        xs = mx.moveaxis(x, 0, ax)
+        got = mx.vmap(lambda x: fn(mx, x, w, b), in_axes=ax)(xs)
+        want = mx.stack([fn(mx, x[i], w, b) for i in range(3)])
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, atol=1e-6)
+    # batched weight and bias: through the composite graph
+    ws, bs = mx.stack([w, w * 2, w - 1]), mx.stack([b, -b, b + 1])
+    got = mx.vmap(lambda x, w, b: fn(mx, x, w, b))(x, ws, bs)
+    want = mx.stack([fn(mx, x[i], ws[i], bs[i]) for i in range(3)])
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, atol=1e-6)
+    # vmap of the gradient (the backward primitive's vmap)
+    gfn = mx.grad(lambda x, w: fn(mx, x, w, b).sum() * 1.0 + (fn(mx, x, w, b) ** 2).sum(),
+                  argnums=(0, 1))
+    got = mx.vmap(gfn, in_axes=(0, None))(x, w)
+    for i in range(3):
+        for g, wv in zip(got, gfn(x[i], w)):
+            np.testing.assert_allclose(np.array(g[i]), np.array(wv), rtol=1e-5, atol=1e-5)
+
+
+def test_norm_empty_and_edges():
+    for shape in [(0, 8), (2, 0, 8), (3, 0)]:
+        x = mx.zeros(shape)
+        w = mx.ones((shape[-1],))
+        for fn, comp, _ in NORMS.values():
+            got = fn(mx, x, w, w)
+            assert got.shape == shape
+            g = mx.grad(lambda x: fn(mx, x, w, w).sum())(x)
+            assert g.shape == shape
+
+
+def test_norm_compile():
+    x, w, b = (mx.array(a) for a in _norm_args((2, 5, 16), "float32", seed=11))
+
+    def f(x, w, b):
+        return (mx.fast.rms_norm(x, w, 1e-5) * 2 + mx.fast.layer_norm(x, w, b, 1e-5)).sum(-1)
+
+    want = f(x, w, b)
+    np.testing.assert_allclose(np.array(mx.compile(f)(x, w, b)), np.array(want), rtol=1e-6,
+                               atol=1e-6)
+    cf = mx.compile(f, shapeless=True)
+    for T in (5, 9):
+        xt = mx.random.normal((2, T, 16))
+        np.testing.assert_allclose(np.array(cf(xt, w, b)), np.array(f(xt, w, b)), rtol=1e-6,
+                                   atol=1e-6)
+    loss = lambda x, w, b: (f(x, w, b) ** 2).sum()  # noqa: E731
+    g = mx.grad(loss, argnums=(0, 1, 2))(x, w, b)
+    for got in (mx.grad(mx.compile(loss), argnums=(0, 1, 2))(x, w, b),
+                mx.compile(mx.grad(loss, argnums=(0, 1, 2)))(x, w, b)):
+        for p, q in zip(got, g):
+            np.testing.assert_allclose(np.array(p), np.array(q), rtol=1e-5, atol=1e-5)
+
+
+def test_kernels_module_present():
+    assert PF._kernels() is not None
