@@ -96,3 +96,44 @@ def test_bfloat16_files_round_trip_in_a_fresh_process(tmp_path):
         print(b.dtype, b.tolist())
     """)
     assert out == "braze.core.bfloat16 [0.0, 1.0, 2.0, 3.0]"
+
+
+def test_primitive_classes_are_dataclasses_when_first_used():
+    # prims.base.lazy_dataclass: a primitive class becomes a frozen dataclass when it is first
+    # instantiated, unpickled, copied or asked for its fields; it then is what
+    # dataclass(frozen=True) makes
+    out = _run("""
+        import copy, dataclasses, pickle
+        import braze.core as mx
+        from braze._src.prims import base
+        from braze._src.prims.base import REGISTRY
+        assert base._PENDING  # most primitive classes are not made at import
+        T, E, A = REGISTRY["Transpose"], REGISTRY["Eye"], REGISTRY["Arange"]
+        assert T in base._PENDING
+        assert [f.name for f in dataclasses.fields(T)] == ["axes"] and T not in base._PENDING
+        t = T((1, 0))
+        assert t == T((1, 0)) and t != T((0, 1)) and hash(t) == hash(T((1, 0)))
+        assert repr(t) == "Transpose(axes=(1, 0))" and T.__match_args__ == ("axes",)
+        try:
+            t.axes = (0, 1)
+            raise SystemExit("not frozen")
+        except dataclasses.FrozenInstanceError:
+            pass
+        # a subclass of a base made first (Eye, Arange share _NoInputs) is still right
+        assert E(2, 3, 0, mx.float32).n == 2 and A(0, 3, 1, mx.int32).stop == 3
+        assert copy.deepcopy(t) == t
+        print(pickle.dumps(REGISTRY["Sort"](1)).hex())
+    """)
+    out = _run(f"""
+        import pickle
+        import braze.core as mx
+        from braze._src.prims import base
+        S = base.REGISTRY["Sort"]
+        assert S in base._PENDING
+        s = pickle.loads(bytes.fromhex({out!r}))  # made without __init__
+        assert S not in base._PENDING and s == S(1) and s != S(0) and repr(s) == "Sort(axis=1)"
+        base.realize_all()
+        assert not base._PENDING
+        print(mx.sort(mx.array([3, 1, 2])).tolist())
+    """)
+    assert out == "[1, 2, 3]"

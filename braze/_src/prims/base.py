@@ -5,11 +5,86 @@ hashing gives kernel keys and repr gives graph dumps. Subclasses register themse
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from ..array import TraceState, node, node_group
 
 REGISTRY: dict[str, type] = {}
+
+
+# -- frozen dataclasses made when first used ---------------------------------------------------
+# Python 3.11's dataclass() compiles six methods per class (about 1 ms a class): over the ~80
+# primitive classes that is a third of `import braze.core`, while a program uses a few of them.
+# `lazy_dataclass` is `dataclass(frozen=True)` run on the class when it is first needed: when
+# an instance is made (until then the class has no `__init__` of its own, and
+# `Primitive.__init__` makes it and calls the one made; a class is made with its bases and its
+# subclasses, so no pending class inherits a made one's `__init__`; pickle and copy, which make
+# instances without `__init__`, pass through `Primitive.__setstate__`), or when its fields are
+# asked for (`__dataclass_fields__`, `__dataclass_params__` and `__match_args__` are
+# descriptors in its dict until then: dataclasses.fields(cls), and a subclass being processed,
+# which reads its bases' fields). The class made is exactly what the decorator makes, but for
+# `__setstate__` (which does what pickle and copy do without one). A thread that meets a class
+# being made waits for it.
+_PENDING: set = set()
+_REALIZING: set = set()
+_PENDING_LOCK = threading.RLock()
+_FIELD_ATTRS = ("__dataclass_fields__", "__dataclass_params__", "__match_args__")
+
+
+def _realize(cls) -> None:
+    with _PENDING_LOCK:
+        if cls not in _PENDING or cls in _REALIZING:  # made, or being made by this thread
+            return
+        _REALIZING.add(cls)
+        try:
+            for base in cls.__mro__[1:]:
+                _realize(base)
+            del cls.__match_args__  # dataclass() sets it only when the class has none
+            dataclass(frozen=True)(cls)  # sets the other two over their descriptors
+        finally:
+            _REALIZING.discard(cls)
+            _PENDING.discard(cls)
+        # a pending subclass would now inherit this class's __init__: make it too
+        for sub in cls.__subclasses__():
+            _realize(sub)
+
+
+def _realize_mro(cls) -> None:
+    for c in cls.__mro__:
+        if c in _PENDING:
+            _realize(c)
+
+
+class _UntilRealized:
+    """A class attribute that makes its class (and its bases) dataclasses when read."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __get__(self, obj, cls):
+        _realize_mro(cls)
+        for c in cls.__mro__:  # the first value that is not a descriptor of ours
+            v = c.__dict__.get(self.name, self)
+            if not isinstance(v, _UntilRealized):
+                return v
+        raise AttributeError(self.name)
+
+
+def lazy_dataclass(cls):
+    """`dataclass(frozen=True)`, applied to a Primitive subclass when first used (above)."""
+    if cls.__init__ is not Primitive.__init__:  # a base of it is made already: now, then
+        return dataclass(frozen=True)(cls)
+    for name in _FIELD_ATTRS:
+        setattr(cls, name, _UntilRealized(name))
+    _PENDING.add(cls)
+    return cls
+
+
+def realize_all() -> None:
+    """Make every pending lazy dataclass now (for code that inspects all classes at once)."""
+    for cls in list(_PENDING):
+        _realize(cls)
 
 
 class _LateOps:
@@ -60,6 +135,28 @@ class Primitive:
     #: True when the scheduler should call `eval_node(array)` instead of `eval_cpu(*buffers)`
     #: (a fused kernel that may donate an input buffer needs to see the graph node)
     node_eval = False
+
+    def __init__(self, *args, **kwargs):
+        # the __init__ of a class without fields, and of a lazy_dataclass not made yet
+        cls = type(self)
+        if any(c in _PENDING for c in cls.__mro__):
+            _realize_mro(cls)  # waits while another thread makes it
+        init = cls.__init__
+        if init is not Primitive.__init__:
+            init(self, *args, **kwargs)
+        elif args or kwargs:
+            raise TypeError(f"{cls.__qualname__}.__init__() takes no arguments")
+
+    def __setstate__(self, state):
+        # pickle and copy make instances without __init__: the class is made here, then the
+        # state is restored as they restore it without a __setstate__
+        _realize_mro(type(self))
+        if isinstance(state, tuple) and len(state) == 2:
+            state, slots = state
+            for k, v in (slots or {}).items():
+                object.__setattr__(self, k, v)
+        if state:
+            self.__dict__.update(state)
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

@@ -6,12 +6,10 @@ Inputs arrive with one common dtype and shape (the ops layer promotes and broadc
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, ops
+from .base import Primitive, lazy_dataclass, ops
 from .unary import elementwise_vmap, in_f32, kind, make_elementwise
 
 _U8 = np.dtype(np.uint8)
@@ -167,7 +165,7 @@ SELECT = make_elementwise("Select", _select, "second", "select", exact=True, nam
                           arity=3, vjp=_select_vjp, jvp=_select_jvp)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Equal(Primitive):
     """a == b; with `equal_nan`, two NaNs compare equal too (MLX prints it as NaNEqual)."""
 
@@ -192,7 +190,7 @@ class Equal(Primitive):
 EQUAL, NAN_EQUAL = Equal(False), Equal(True)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class DivMod(Primitive):
     """(floor_divide(a, b), remainder(a, b)) as one node with two outputs."""
 

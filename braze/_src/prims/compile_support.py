@@ -11,16 +11,14 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, bind, broadcast_shapes, ops
+from .base import Primitive, bind, broadcast_shapes, lazy_dataclass, ops
 from .core import Broadcast, sum_like
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class DynamicBroadcast(Broadcast):
     """`x` broadcast against all inputs (the shape is re-inferred at shapeless replay)."""
 
@@ -77,7 +75,7 @@ class DynamicBroadcast(Broadcast):
         return [bind(DynamicBroadcast(shape), (first,) + tuple(moved[1:]))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class NumberOfElements(Primitive):
     """A 0-d array: the product of x's sizes over `axes` (1 / product if `inverted`)."""
 

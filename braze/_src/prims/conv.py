@@ -36,12 +36,12 @@ its input cotangent again, so transforms nest.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 from .linalg import _blas_threads
 
 _HALF = ("float16", "bfloat16")
@@ -353,7 +353,7 @@ def _batch_into_channels(v):
     return ops.reshape(v, v.shape[:-2] + (v.shape[-2] * v.shape[-1],))
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Convolution(Primitive):
     """MLX's general convolution over channels-last arrays (see the module docstring)."""
 
@@ -417,7 +417,7 @@ class Convolution(Primitive):
         return [ops.moveaxis(y, -2, 0)], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ConvWeightGrad(Primitive):
     """d conv(x, w) / d w for the output cotangent g: inputs (x, g), output shaped like w.
     `conv` is the forward convolution, `kernel_shape` its kernel's spatial shape."""

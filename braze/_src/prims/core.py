@@ -8,7 +8,7 @@ follows new input sizes, even when operands swap which axes are broadcast.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -16,11 +16,11 @@ from .. import dtypes as D
 from ..array import LAZY_COPY
 from ..casts import cast
 from ..scheduler import CompileTraces
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 from .unary import STOP_GRADIENT
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class AsType(Primitive):
     """Convert to `dtype` with braze's cast semantics (`casts.cast`; docs/architecture.md,
     "Casts"): MLX's x86-64 CPU results, defined for every input. float -> int truncates toward
@@ -50,7 +50,7 @@ class AsType(Primitive):
         return [ops.astype(inputs[0], self.dtype)], [axes[0]]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Broadcast(Primitive):
     """Broadcast to `shape` (a zero-copy view in the NumPy backend).
 
@@ -134,7 +134,7 @@ def broadcast_like(x, like):
     return ops.broadcast_to(x, like.shape)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class SumLike(Primitive):
     """Inputs (x, like): x summed over its leading axes and the axes where `like` has size 1
     and x does not, giving like's shape (the shape-following vjp of a broadcast)."""
@@ -186,7 +186,7 @@ class SumLike(Primitive):
 SUM_LIKE = SumLike()
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Copy(Primitive):
     """Identity with a new array identity: how transforms make tracers of their inputs."""
 
@@ -216,7 +216,7 @@ COPY = Copy()
 LAZY_COPY.make = _lazy_copy
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Depends(Primitive):
     """The first `n` inputs passed through, evaluated only after all the inputs (the rest are
     the dependencies): mx.depends orders computations without changing values."""

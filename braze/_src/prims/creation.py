@@ -6,13 +6,12 @@ constant (its own buffer, as MLX's Full). The primitives here make the other cre
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtypes as D
 from ..casts import cast
-from .base import Primitive, bind
+from .base import Primitive, bind, lazy_dataclass
 
 
 def arange_length(start, stop, step) -> int:
@@ -24,7 +23,7 @@ def arange_length(start, stop, step) -> int:
     return max(int(real), 0)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class _NoInputs(Primitive):
     """Base of the creation primitives: no inputs, so no derivative and nothing batched (vmap
     never reaches them; the rule is there for completeness and leaves the output unbatched)."""
@@ -35,7 +34,7 @@ class _NoInputs(Primitive):
         return [bind(self, ())], [None]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Arange(_NoInputs):
     """[start, stop) by step, MLX's semantics: the increment is dtype(start + step) - dtype(start)
     and floating values are accumulated one step at a time in the output dtype."""
@@ -67,7 +66,7 @@ class Arange(_NoInputs):
             return [np.cumsum(buf, dtype=npd)]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Linspace(_NoInputs):
     """`num` evenly spaced values, computed like MLX: (1 - t) * start + t * stop in float32 with
     t = i / (num - 1) (or i / num without the endpoint), then converted to `dtype`; float64
@@ -95,7 +94,7 @@ class Linspace(_NoInputs):
         return [cast(out, self.dtype.np_dtype)]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Eye(_NoInputs):
     """An n x m matrix with ones on diagonal k."""
 
@@ -111,7 +110,7 @@ class Eye(_NoInputs):
         return [np.eye(self.n, self.m, self.k, dtype=self.dtype.np_dtype)]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Tri(_NoInputs):
     """An n x m matrix with ones at and below diagonal k (NumPy's `tri`)."""
 

@@ -6,12 +6,10 @@ be built inside a trace (compiled or exported functions carry it) and fails when
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from .base import Primitive
+from .base import Primitive, lazy_dataclass
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class CustomKernel(Primitive):
     backend: str  # "metal" or "cuda"
     kernel_name: str

@@ -13,14 +13,13 @@ two messages into one.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtypes as D
 from .. import memory
 from ..scheduler import eval_update
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 
 #: group handle -> communicator (rank(), size(), all_reduce, all_gather, sum_scatter, send, recv)
 COMMS: dict = {}
@@ -59,7 +58,7 @@ def _batch_to_axis1(x, ax, per_example_ndim):
     return ops.moveaxis(x, ax, 1)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class AllReduce(Primitive):
     """x summed (or max/min: `reduce_type`) over the group, elementwise; written into x's own
     buffer when nothing else can see it (MLX donates it too)."""
@@ -94,7 +93,7 @@ class AllReduce(Primitive):
         return [bind(self, (inputs[0],))], [axes[0]]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class AllGather(Primitive):
     """Every rank's x concatenated along axis 0 in rank order (scalars: stacked)."""
 
@@ -129,7 +128,7 @@ class AllGather(Primitive):
         return [bind(self, (_batch_to_axis1(x, ax, x.ndim - 1),))], [1]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ReduceScatter(Primitive):
     """x summed over the group; rank r keeps the r-th of `size` equal parts of axis 0. (MLX has
     no transform rules for it: the vjp here is the all_gather of the cotangent, its transpose.)"""
@@ -158,7 +157,7 @@ class ReduceScatter(Primitive):
         return [bind(self, (ops.moveaxis(x, ax, 1),))], [1]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Send(Primitive):
     """Sends x to rank `dst` when evaluated; its value is x (as in MLX)."""
 
@@ -180,7 +179,7 @@ class Send(Primitive):
         return [bind(Send(self.group, self.dst, next_uid()), (inputs[0],))], [axes[0]]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Recv(Primitive):
     """An array of `shape` and `dtype` received from rank `src` when evaluated."""
 

@@ -17,7 +17,8 @@ that gains (without it the kernels run on the calling thread).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -365,3 +366,159 @@ class LayerNormVJP(Primitive):
 
     def vmap(self, inputs, axes):
         return _expand("vmap", self._graph, inputs, axes)
+
+
+# ============================================================================================
+# rope
+# ============================================================================================
+def rope_graph(x, dims, traditional, base, scale, offset, freqs, inverse=False):
+    """MLX's rope graph (positions (offset + arange(T)) * scale along axis -2; `offset` an
+    integer array, a scalar or one per batch element); `inverse` rotates by minus the angle
+    (the transpose: rope's vjp)."""
+    shape = x.shape
+    B = x.shape[0]
+    if x.ndim == 3:
+        x = ops.expand_dims(x, 1)
+    elif x.ndim > 4:
+        x = ops.flatten(x, 1, x.ndim - 3)
+    # angles in float32 (float64 for float64 input); cos/sin rounded to x's dtype, and the
+    # rotation computed in x's dtype (MLX's CPU numerics, bit for bit in float16/bfloat16)
+    t = x.dtype
+    ft = D.float64 if t is D.float64 else D.float32
+    half = dims // 2
+    T = x.shape[2]
+    offset = ops.astype(offset, ft)
+    if offset.size > 1:
+        offset = ops.reshape(offset, (B, 1, 1, 1))  # per batch element: (B, 1, T, 1) positions
+        positions = (ops.arange(T, dtype=ft)[:, None] + offset) * array(scale, ft)
+    else:
+        positions = (ops.arange(T, dtype=ft) + ops.reshape(offset, ())) * array(scale, ft)
+        positions = positions[:, None]
+    if freqs is None:
+        inv = ops.exp(ops.arange(0, -half, -1, dtype=ft) * array(math.log(base) / half, ft))
+    else:
+        inv = ops.astype(ops.reciprocal(ops.astype(freqs, ft)), ft)
+    theta = positions * inv
+    cos, sin = ops.astype(ops.cos(theta), t), ops.astype(ops.sin(theta), t)
+    if inverse:
+        sin = ops.negative(sin)
+    if traditional:
+        x1 = x[..., 0:dims:2]
+        x2 = x[..., 1:dims:2]
+        r1 = x1 * cos - x2 * sin
+        r2 = x1 * sin + x2 * cos
+        out = ops.reshape(ops.stack([r1, r2], axis=-1), x.shape[:-1] + (dims,))
+        if dims < x.shape[-1]:
+            out = ops.concatenate([out, x[..., dims:]], axis=-1)
+    else:
+        x1, x2 = x[..., :half], x[..., half:dims]
+        parts = [x1 * cos - x2 * sin, x1 * sin + x2 * cos]
+        if dims < x.shape[-1]:
+            parts.append(x[..., dims:])
+        out = ops.concatenate(parts, axis=-1)
+    return ops.reshape(out, shape)
+
+
+def _as4(x):
+    if x.ndim == 3:
+        return x[:, None]
+    if x.ndim > 4:
+        return x.reshape((x.shape[0], -1) + x.shape[-2:])
+    return x
+
+
+@dataclass(frozen=True)
+class Rope(Primitive):
+    """mx.fast.rope: inputs (x, offset) or (x, offset, freqs); `offset` an integer array (a
+    scalar or one per batch element). `inverse` rotates by minus the angle (the vjp)."""
+
+    dims: int
+    traditional: bool
+    base: float | None
+    scale: float
+    inverse: bool = False
+
+    def abstract_eval(self, x, offset, freqs=None):
+        return [(x.shape, x.dtype)]
+
+    def _graph(self, ins):
+        x, offset = ins[0], ins[1]
+        freqs = ins[2] if len(ins) > 2 else None
+        return rope_graph(x, self.dims, self.traditional, self.base, self.scale, offset, freqs,
+                          self.inverse)
+
+    def _tables(self, x, offset, freqs):
+        """cos and sin of the angles, (1 or B, T, dims / 2), rounded to x's dtype."""
+        ft = _ct(x.dtype)
+        half = self.dims // 2
+        T = x.shape[-2]
+        off = np.asarray(offset).astype(ft).reshape(-1)
+        with np.errstate(all="ignore"):
+            pos = (np.arange(T, dtype=ft)[None, :] + off[:, None]) * ft.type(self.scale)
+            if freqs is None:
+                step = ft.type(math.log(self.base) / half)
+                inv = np.exp(np.arange(0, -half, -1, dtype=ft) * step)
+            else:
+                inv = np.reciprocal(freqs.astype(ft)).astype(ft)
+            theta = pos[:, :, None] * inv
+            cos, sin = np.cos(theta).astype(x.dtype), np.sin(theta).astype(x.dtype)
+        return cos, (-sin if self.inverse else sin)
+
+    def eval_cpu(self, x, offset, freqs=None):
+        if x.size == 0:
+            return [np.empty(x.shape, x.dtype)]
+        cos, sin = self._tables(x, offset, freqs)
+        x4 = _as4(x)
+        K = _kernels()
+        if K is None or not _native_types(x.dtype, x.dtype):
+            return [self._numpy(x4, cos, sin).reshape(x.shape)]
+        ct = _ct(x.dtype)
+        xc = np.ascontiguousarray(x4, dtype=ct)
+        out = np.empty(xc.shape, ct)
+        B, H, T, Dm = xc.shape
+        _run(K.rope, B * H, (xc, np.ascontiguousarray(cos, ct), np.ascontiguousarray(sin, ct),
+                             out, self.dims, self.traditional, _mode(x.dtype)), T * Dm)
+        return [out.reshape(x.shape).astype(x.dtype, copy=False)]
+
+    def _numpy(self, x, cos, sin):
+        """The NumPy path, in x's dtype as the graph computes (cos, sin: (1 or B, T, half))."""
+        d, half = self.dims, self.dims // 2
+        cos, sin = cos[:, None], sin[:, None]
+        if self.traditional:
+            x1, x2 = x[..., 0:d:2], x[..., 1:d:2]
+        else:
+            x1, x2 = x[..., :half], x[..., half:d]
+        r1, r2 = x1 * cos - x2 * sin, x1 * sin + x2 * cos
+        out = np.array(x, copy=True)
+        if self.traditional:
+            out[..., 0:d:2], out[..., 1:d:2] = r1, r2
+        else:
+            out[..., :half], out[..., half:d] = r1, r2
+        return out
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        out = {}
+        if 0 in argnums:  # the rotation is orthogonal: its transpose is the inverse rotation
+            out[0] = bind(replace(self, inverse=not self.inverse),
+                          (cotangents[0],) + tuple(primals[1:]))
+        rest = [i for i in argnums if i != 0 and i != 1]
+        if rest:  # freqs: through the graph
+            for i, c in zip(rest, _expand("vjp", lambda ins: [self._graph(ins)], primals,
+                                          cotangents, rest)):
+                out[i] = c
+        return [out.get(i) for i in argnums]
+
+    def jvp(self, primals, tangents, argnums):
+        if list(argnums) == [0]:
+            return [bind(self, (tangents[0],) + tuple(primals[1:]))]
+        return _expand("jvp", lambda ins: [self._graph(ins)], primals, tangents, argnums)
+
+    def vmap(self, inputs, axes):
+        x, ax = inputs[0], axes[0]
+        if ax is not None and all(a is None for a in axes[1:]):
+            # the vmapped axis joins the heads: after the batch axis when offsets are per
+            # batch element, in front of it otherwise
+            to = 1 if inputs[1].size > 1 else 0
+            x = ops.moveaxis(x, ax, to)
+            return [bind(self, (x,) + tuple(inputs[1:]))], [to]
+        return _expand("vmap", lambda ins: [self._graph(ins)], inputs, axes)

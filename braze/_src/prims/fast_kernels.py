@@ -188,3 +188,34 @@ def ln_bwd(start, stop, x, w, g, dx, dwp, dbp, eps, has_w, block):
                 dx[r, j] = rstd * (gw - mg - xh * mgx)
                 dwp[blk, j] += g[r, j] * xh
                 dbp[blk, j] += g[r, j]
+
+
+# -- rope --------------------------------------------------------------------------------------
+@_jit
+def rope(start, stop, x, cos, sin, out, dims, traditional, mode):
+    """Rows (b, h) of x (B, H, T, D) in [start, stop): each pair (x1, x2) of the first `dims`
+    features rotated by the angle whose cos/sin (rounded to x's dtype) are cos[b', t, i]
+    (b' = b, or 0 for one shared table); the remaining features copied."""
+    nh, nt, d = x.shape[1], x.shape[2], x.shape[3]
+    half = dims // 2
+    shared = cos.shape[0] == 1
+    for bh in range(start, stop):
+        b = bh // nh
+        h = bh - b * nh
+        cb = 0 if shared else b
+        for t in range(nt):
+            for i in range(half):
+                if traditional:
+                    i1 = 2 * i
+                    i2 = i1 + 1
+                else:
+                    i1 = i
+                    i2 = i + half
+                c = cos[cb, t, i]
+                s = sin[cb, t, i]
+                x1 = x[b, h, t, i1]
+                x2 = x[b, h, t, i2]
+                out[b, h, t, i1] = rnd(rnd(x1 * c, mode) - rnd(x2 * s, mode), mode)
+                out[b, h, t, i2] = rnd(rnd(x1 * s, mode) + rnd(x2 * c, mode), mode)
+            for j in range(dims, d):
+                out[b, h, t, j] = x[b, h, t, j]

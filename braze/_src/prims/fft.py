@@ -20,13 +20,11 @@ transforms weight the bins that stand for two conjugate frequencies (all but DC 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
 from ..array import array
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 
 
 def _size(shape, axes) -> int:
@@ -49,7 +47,7 @@ def _bin_weights(m: int, n: int, ax: int, ndim: int, paired, single, np_dtype):
     return array(w.reshape(shape))
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class FFT(Primitive):
     """Discrete Fourier transform over `axes` (non-negative, distinct; see the module doc)."""
     reinfers_shape = False  # as in MLX: lengths fixed at trace time

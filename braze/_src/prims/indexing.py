@@ -7,12 +7,10 @@ nothing else can see it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, bind, broadcast_shapes, ops
+from .base import Primitive, bind, broadcast_shapes, lazy_dataclass, ops
 from .core import sum_to_shape
 from .shape import InPlaceUpdate, _batched, _tangent, _to_front, batch_size
 
@@ -94,7 +92,7 @@ def _index_vjp_error(op: str) -> ValueError:
                       "on indices to stop gradients from being computed.")
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Gather(Primitive):
     """out[i..., s...] = x[idx_0[i...] + s_a0, ..., s_other]: shape idx_shape + slice_sizes."""
 
@@ -161,7 +159,7 @@ class Gather(Primitive):
         return [ops.squeeze(g, 1 + k)], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class GatherAxis(Primitive):
     """take_along_axis: out[..., i, ...] = x[..., idx[..., i, ...], ...] (shapes pre-broadcast)."""
 
@@ -208,7 +206,7 @@ def _apply(out, index, updates, reduce_type):
         np.minimum.at(out, index, updates)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Scatter(InPlaceUpdate, Primitive):
     """A copy of x with updates written (or accumulated) at the gathered positions.
 
@@ -356,7 +354,7 @@ class Scatter(InPlaceUpdate, Primitive):
         return [bind(prim, (x, _rows(n, k, idx[0]), *idx, u))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ScatterAxis(InPlaceUpdate, Primitive):
     """put_along_axis: inputs (x, idx, updates) with idx and updates of the same shape."""
 
@@ -427,7 +425,7 @@ class ScatterAxis(InPlaceUpdate, Primitive):
         return [bind(ScatterAxis(self.reduce_type, self.axis + 1), (x, idx, updates))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class MaskedScatter(InPlaceUpdate, Primitive):
     """a[mask] = values: the True positions (row-major) take values' elements in order."""
 

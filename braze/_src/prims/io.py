@@ -6,19 +6,17 @@ that ends too early fails at `mx.eval`, with a RuntimeError).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, bind
+from .base import Primitive, bind, lazy_dataclass
 
 
 class LoadError(RuntimeError):
     """The file no longer holds the bytes its header promised."""
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Load(Primitive):
     """`shape`/`dtype` elements in C order at byte `offset` of `path`; `swap`: the file's byte
     order is the other one (a big-endian .npy)."""

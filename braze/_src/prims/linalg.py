@@ -6,13 +6,11 @@ products are computed in float32 and rounded once at the end.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import config
 from .. import dtypes as D
-from .base import Primitive, ops
+from .base import Primitive, lazy_dataclass, ops
 
 _HALF = ("float16", "bfloat16")
 
@@ -71,7 +69,7 @@ def matmul_shape(a_shape, b_shape, op="matmul"):
     return tuple(a_shape[:-1]) + (b_shape[-1],)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Matmul(Primitive):
     """a @ b over the last two axes; batch axes equal."""
 
@@ -113,7 +111,7 @@ class Matmul(Primitive):
         return [ops.matmul(a, b)], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class AddMM(Primitive):
     """alpha * (a @ b) + beta * c, with c already broadcast to the output shape."""
 
@@ -179,7 +177,7 @@ def einsum_sum_dtype(dtype: D.Dtype) -> D.Dtype:
     return dtype
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Einsum(Primitive):
     """np.einsum with explicit subscripts (no ellipsis); operands share one dtype and have the
     exact sizes of their subscripts (size-1 broadcasting is done by the op layer)."""
@@ -303,7 +301,7 @@ def _block_sum(x, bs):
     return ops.sum(x, axis=(-3, -1))
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class BlockMaskedMM(Primitive):
     """Inputs (a, b[, out_mask][, lhs_mask, rhs_mask]): ((a * L) @ (b * R)) * O with each mask
     given per block_size x block_size block and expanded; a bool mask keeps or zeroes its
@@ -414,7 +412,7 @@ def segment_masks(segments, k):
     return ops.logical_and(idx >= s[..., 0:1], idx < s[..., 1:2])
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class SegmentedMM(Primitive):
     """Inputs (a (M, K), b (K, N), segments (..., 2) uint32): out[s...] = a[:, k0:k1] @
     b[k0:k1, :] for [k0, k1) = segments[s...]; zeros where k1 <= k0; bounds are clipped to

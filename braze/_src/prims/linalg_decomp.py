@@ -13,12 +13,10 @@ as MLX's do: a silent zero gradient would be wrong.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 
 
 class LinalgError(ValueError, RuntimeError):
@@ -165,7 +163,7 @@ class _Batched(Primitive):
 
 
 # -- Inverse ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@lazy_dataclass
 class Inverse(_Batched):
     """The inverse of each square matrix; `tri`: of its `upper`/lower triangle (MLX's
     tri_inv), with exact zeros in the other triangle."""
@@ -213,7 +211,7 @@ class Inverse(_Batched):
 
 
 # -- Cholesky ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@lazy_dataclass
 class Cholesky(_Batched):
     """L with L @ L.T = the symmetric matrix of a's lower triangle (`upper`: U = L.T from the
     upper triangle). A matrix that is not positive definite gives LAPACK's partial factor, as
@@ -256,7 +254,7 @@ class Cholesky(_Batched):
 
 
 # -- QRF --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@lazy_dataclass
 class QRF(_Batched):
     """Reduced QR: Q (m, k) and R (k, n), k = min(m, n)."""
     reinfers_shape = False  # as in MLX
@@ -308,7 +306,7 @@ def _svd_parts(a):
     return u[..., :k], s, _T(vt[..., :k, :])
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class SVD(_Batched):
     """Singular values (descending); with `compute_uv`, also the full U (m, m) and Vt (n, n):
     outputs [U, S, Vt] (MLX's order) or [S]."""
@@ -399,7 +397,7 @@ class SVD(_Batched):
 
 
 # -- Eigh -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@lazy_dataclass
 class Eigh(_Batched):
     """Eigenvalues (ascending) of the symmetric/Hermitian matrix of a's lower triangle
     (`uplo` "L"; anything else: the upper one, as MLX reads only its first character); with
@@ -451,7 +449,7 @@ class Eigh(_Batched):
 
 
 # -- Eig --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@lazy_dataclass
 class Eig(_Batched):
     """Eigenvalues (LAPACK geev's order) of a general square matrix, complex64 whatever the
     input dtype (as MLX); with `compute_eigenvectors`, outputs [w, V] (unit columns)."""
@@ -482,7 +480,7 @@ class Eig(_Batched):
 
 
 # -- LUF --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@lazy_dataclass
 class LUF(_Batched):
     """getrf of each (m, n) matrix: [LU (L's unit diagonal implicit), pivots (uint32, k: row j
     was swapped with row pivots[j]), row_indices (uint32, m: a = (L @ U)[row_indices])]."""

@@ -12,12 +12,10 @@ layer, so they differentiate (w.r.t. x, scales and biases), vmap and compile for
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, broadcast_shapes, ops
+from .base import Primitive, broadcast_shapes, lazy_dataclass, ops
 
 _HALF = ("float16", "bfloat16")
 BITS = (1, 2, 3, 4, 5, 6, 8)
@@ -56,7 +54,7 @@ def _flat_index(idx, n):
     return np.clip(idx, 0, max(n - 1, 0))
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class GatherMM(Primitive):
     """Inputs (a, b, lhs_indices, rhs_indices): out[i...] = A[lhs[i...]] @ B[rhs[i...]], where
     A and B are a and b with their batch axes flattened; the index arrays broadcast together.
@@ -206,7 +204,7 @@ def affine_quantize(w: np.ndarray, group_size: int, bits: int):
     return pack_bits(q, bits), scales[..., 0].astype(dt), biases[..., 0].astype(dt)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Quantize(Primitive):
     """Affine quantization of w along its last axis: outputs (w_q uint32, scales, biases)."""
 
@@ -229,7 +227,7 @@ class Quantize(Primitive):
         return list(ops.quantize(w, self.group_size, self.bits)), [0, 0, 0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Dequantize(Primitive):
     """Inputs (w_q, scales, biases): scales * q + biases per group, rounded to the output dtype
     after the product and after the sum (as MLX's CPU kernel does). Linear in (scales, biases);

@@ -16,13 +16,13 @@ installed MLX 0.32.4 does (its source snapshot rounds to nearest instead).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from .. import dtypes as D
 from ..casts import cast
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 
 MODES = {"mxfp4": (32, 4), "nvfp4": (16, 4), "mxfp8": (32, 8)}
 FP4_LUT = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
@@ -178,7 +178,7 @@ def _moved(inputs, axes):
     return out
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ConvertFP8(Primitive):
     """to_fp8 (float -> uint8 e4m3 codes) or from_fp8 (codes -> `dtype`); elementwise."""
 
@@ -199,7 +199,7 @@ class ConvertFP8(Primitive):
                 else ops.from_fp8(inputs[0], self.dtype)], [axes[0]]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class FPQuantize(Primitive):
     """Inputs (w,) or (w, global_scale): outputs (packed uint32, uint8 scales)."""
 
@@ -223,7 +223,7 @@ class FPQuantize(Primitive):
         return list(ops.quantize(w, mode=self.mode, global_scale=gs)), [0, 0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class FPDequantize(Primitive):
     """Inputs (w, scales) or (w, scales, global_scale): the values in `dtype` (promoted to
     float32 by a global scale). No gradient w.r.t. the scales (MLX raises, naming `op`, the
@@ -277,7 +277,7 @@ class FPDequantize(Primitive):
         return [ops.dequantize(w, s, mode=self.mode, dtype=self.dtype, global_scale=gs)], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class FakeQuantize(Primitive):
     """Inputs (x,) or (x, global_scale): x rounded to the values `mode` can represent
     (qqmm's activations). The gradient passes straight through the rounding to x."""

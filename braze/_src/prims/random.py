@@ -12,12 +12,10 @@ The words are written little-endian and truncated to B bytes, then read as the o
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 
 _U32 = np.uint32
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -97,7 +95,7 @@ def random_bits(keys: np.ndarray, shape: tuple, width: int) -> np.ndarray:
     return raw.view(out_dtype).reshape((nk,) + tuple(shape))
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class RandomBits(Primitive):
     """Random bits from keys: input keys (..., 2) uint32, output keys.shape[:-1] + shape of
     uint8/uint16/uint32 (width 1/2/4 bytes). Same key, same bits as MLX."""
@@ -130,7 +128,7 @@ class RandomBits(Primitive):
         return [bind(self, (key,))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class CovarianceSqrt(Primitive):
     """`U * sqrt(S) @ Vt` of the SVD of each (..., n, n) matrix, in float32 (MLX's
     multivariate_normal computes its scale matrix this way). No derivative, as MLX's."""

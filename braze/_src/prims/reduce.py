@@ -6,12 +6,10 @@ once at the end; float32 sums use NumPy's pairwise summation along a contiguous 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 from .core import broadcast_like
 
 REDUCE_TYPES = ("sum", "prod", "max", "min", "and", "or")
@@ -104,7 +102,7 @@ def pairwise_sum(x: np.ndarray, axes: tuple, dtype=None) -> np.ndarray:
     return np.sum(x, axis=axes, dtype=dtype, keepdims=True)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Reduce(Primitive):
     """Reduce `axes` (sorted, non-negative) with `reduce_type`; the axes are kept with size 1."""
 
@@ -187,7 +185,7 @@ class Reduce(Primitive):
         return [bind(prim, (x,))], [bax]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ArgReduce(Primitive):
     """Index (uint32) of the max or min along `axis`, kept with size 1; first one on ties/NaN."""
 
@@ -225,7 +223,7 @@ def _logsumexp(xf: np.ndarray, axes: tuple) -> np.ndarray:
     return np.log(np.sum(np.exp(xf - m), axis=axes, keepdims=True)) + m
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class LogSumExp(Primitive):
     """log(sum(exp(x))) over `axes`, kept with size 1; stable (max-shifted). Float input."""
 
@@ -255,7 +253,7 @@ class LogSumExp(Primitive):
         return [bind(LogSumExp(batched_axes(self.axes, bax)), (x,))], [bax]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Softmax(Primitive):
     """exp(x - max) / sum(exp(x - max)) over `axes`. Float input; halves compute in float32
     whether or not `precise` (MLX's flag is kept as a parameter)."""

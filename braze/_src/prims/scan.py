@@ -6,11 +6,9 @@ one when reversed) with the identity of the operation, as MLX does.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 from .binary import _logaddexp
 from .reduce import acc_dtype, batched_axis
 
@@ -42,7 +40,7 @@ def _complex_logaddexp_accumulate(x, ax):
     return np.moveaxis(r, 0, ax)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Scan(Primitive):
     """Cumulative `reduce_type` along `axis` (non-negative)."""
     # the output has the input's shape (MLX refuses; braze re-infers it in shapeless replay)

@@ -6,13 +6,11 @@ broadcast, split); the scheduler writes in place only into a buffer nothing else
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
 from ..scheduler import CompileTraces, eval_update
-from .base import Primitive, bind, broadcast_shapes, ops
+from .base import Primitive, bind, broadcast_shapes, lazy_dataclass, ops
 from .core import sum_like, sum_to_shape
 from .unary import STOP_GRADIENT
 
@@ -97,7 +95,7 @@ class _ReshapeRules:
         return [bind(self, (tangents[0],))]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Reshape(_ReshapeRules, Primitive):
     """Reshape to `shape` *as requested*: one entry may be -1, inferred from the input's size
     each time the output shape is computed (as MLX does), so a shapeless compile replay
@@ -164,7 +162,7 @@ def reshape_blocks(in_shape, out_shape):
     return tuple(blocks)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ReshapeFollowing(Primitive):
     """A reshape whose output dims follow the input (shapeless replay of a Reshape whose
     shape came from the traced sizes, see `Reshape.following`). An input the requested
@@ -209,7 +207,7 @@ class ReshapeFollowing(Primitive):
         return [bind(prim, (x,))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ReshapeLike(Primitive):
     """Inputs (x, like): x reshaped to like's shape (same size). The shape-following vjp of
     Reshape and Flatten in shapeless compile traces; `like` only lends its shape."""
@@ -244,7 +242,7 @@ class ReshapeLike(Primitive):
 RESHAPE_LIKE = ReshapeLike()
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Flatten(_ReshapeRules, Primitive):
     """Merge axes start_axis..end_axis (both inclusive, non-negative) into one."""
 
@@ -270,7 +268,7 @@ class Flatten(_ReshapeRules, Primitive):
         return [bind(Flatten(self.start_axis + 1, self.end_axis + 1), (x,))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Unflatten(_ReshapeRules, Primitive):
     """Split axis `axis` (non-negative) into `shape` as requested: one entry may be -1,
     inferred from the axis' size each time (so a shapeless compile replay re-infers it)."""
@@ -303,7 +301,7 @@ class Unflatten(_ReshapeRules, Primitive):
         return [bind(Unflatten(self.axis + 1, self.shape), (x,))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ExpandDims(_ReshapeRules, Primitive):
     axes: tuple  # non-negative positions in the output, sorted
 
@@ -327,7 +325,7 @@ class ExpandDims(_ReshapeRules, Primitive):
         return [bind(ExpandDims(tuple(a + 1 for a in self.axes)), (x,))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Squeeze(_ReshapeRules, Primitive):
     axes: tuple  # non-negative, sorted
 
@@ -368,7 +366,7 @@ def broadcast_axes_shape(shapes, ignore_axes, op="BroadcastAxes"):
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class BroadcastAxes(Primitive):
     """MLX's BroadcastAxes, with inputs (x, *others): x broadcast against all inputs except
     along `ignore_axes` (negative, sorted), which keep x's sizes. Shapeless compile traces use
@@ -412,7 +410,7 @@ class BroadcastAxes(Primitive):
         return [bind(BroadcastAxes(self.ignore_axes, shape), tuple(moved))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Transpose(Primitive):
     axes: tuple
 
@@ -450,7 +448,7 @@ def slice_shape(start, stop, strides):
     return tuple(len(range(s, e, st)) for s, e, st in zip(start, stop, strides))
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Slice(Primitive):
     """x[start:stop:strides] per axis with normalized (slice.indices) bounds."""
     reinfers_shape = False  # bounds fixed at trace time
@@ -489,7 +487,7 @@ def relative_shape(slices, shape) -> tuple:
     return tuple(len(range(*slice(*t).indices(n))) for t, n in zip(slices, shape))
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class RelativeSlice(Primitive):
     """x[slices] with the bounds as written (None, negatives from the end), resolved against
     the input's shape each time: what basic slicing records in a shapeless compile trace, so
@@ -531,7 +529,7 @@ class InPlaceUpdate:
         return eval_update(self, node)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class RelativeSliceUpdate(InPlaceUpdate, Primitive):
     """A copy of x with x[slices] = update, the bounds as RelativeSlice keeps them."""
 
@@ -561,7 +559,7 @@ class RelativeSliceUpdate(InPlaceUpdate, Primitive):
         return [bind(prim, (x, update))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class SliceUpdate(InPlaceUpdate, Primitive):
     """A copy of x with x[start:stop:strides] = update (update already has the slice's shape)."""
 
@@ -611,7 +609,7 @@ def _dynamic_starts(x_shape, starts, axes, sizes):
     return out
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class DynamicSlice(Primitive):
     """MLX's slice(a, start_indices, axes, slice_size): start offsets come from an array."""
     reinfers_shape = False  # slice sizes fixed at trace time
@@ -675,7 +673,7 @@ class DynamicSlice(Primitive):
         return [ops.reshape(g, (n,) + tuple(sizes[1:]))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class DynamicSliceUpdate(InPlaceUpdate, Primitive):
     axes: tuple
 
@@ -735,7 +733,7 @@ class DynamicSliceUpdate(InPlaceUpdate, Primitive):
         return [bind(prim, (x, rows, *idx, u))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Concatenate(Primitive):
     axis: int
 
@@ -770,7 +768,7 @@ class Concatenate(Primitive):
         return [bind(Concatenate(self.axis + 1), tuple(xs))], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Pad(Primitive):
     """Constant padding; inputs (x, value) with value a 0-d array of x's dtype."""
     reinfers_shape = False  # as in MLX: widths chosen for the traced sizes
@@ -839,7 +837,7 @@ class Pad(Primitive):
         return [ops.where(inside, padded, v)], [0]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Split(Primitive):
     """Split along `axis` at the (sorted, clipped) `indices`; one output per piece."""
     reinfers_shape = False  # split points fixed at trace time
@@ -875,7 +873,7 @@ class Split(Primitive):
         return outs, [0] * len(outs)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class View(Primitive):
     """Reinterpret the bytes as `dtype`; the last axis scales by the itemsize ratio."""
     reinfers_shape = False  # as in MLX
@@ -910,7 +908,7 @@ def strided_index(shape, strides, offset) -> np.ndarray:
     return idx
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class AsStrided(Primitive):
     """A strided read of a flat (1-D) input: out[i...] = x[offset + sum(i_k * strides_k)].
     A copy, not a view: buffers are never shared with overlapping strides."""

@@ -11,12 +11,10 @@ float16, and SIMD builds use different algorithms).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 from .reduce import batched_axis
 
 
@@ -51,7 +49,7 @@ def _vmap(prim, inputs, axes, **params):
     return [bind(new, (x,))], [bax]
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Sort(Primitive):
     """Sort along `axis` (non-negative)."""
 
@@ -77,7 +75,7 @@ class Sort(Primitive):
         return _vmap(self, inputs, axes)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ArgSort(Primitive):
     """Indices (uint32) that sort along `axis`; stable."""
 
@@ -95,7 +93,7 @@ class ArgSort(Primitive):
         return _vmap(self, inputs, axes)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Partition(Primitive):
     """Partition along `axis` around position `kth` (non-negative): smaller elements first."""
 
@@ -121,7 +119,7 @@ class Partition(Primitive):
         return _vmap(self, inputs, axes, kth=self.kth)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class ArgPartition(Primitive):
     """Indices (uint32) that partition along `axis` around position `kth`."""
 
@@ -140,7 +138,7 @@ class ArgPartition(Primitive):
         return _vmap(self, inputs, axes, kth=self.kth)
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class SearchSorted(Primitive):
     """Insertion indices (uint32, the values' shape) of the values into a 1-D sorted sequence,
     in sort's order (NaN greatest); `right` gives the last suitable index."""

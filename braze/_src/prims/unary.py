@@ -20,12 +20,12 @@ so results are the IEEE values (inf, nan) as in MLX.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError
 
 import numpy as np
 
 from .. import dtypes as D
-from .base import Primitive, bind, ops
+from .base import Primitive, bind, lazy_dataclass, ops
 from .erf_numpy import erf64, erfinv32, erfinv64
 
 
@@ -147,6 +147,14 @@ def _make_eval(fn, arity: int):
     return eval_cpu
 
 
+def _frozen_setattr(self, name, value):
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self, name):
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
 def make_elementwise(name, fn, kind, kernel_op, *, arity=1, differentiable=True,
                      namespace=None, d=None, **rules):
     """Create, register and return the singleton instance of a parameterless primitive.
@@ -171,7 +179,12 @@ def make_elementwise(name, fn, kind, kernel_op, *, arity=1, differentiable=True,
         **(linear_rules(d) if d is not None else {}),
         **rules,
     }
-    cls = dataclass(frozen=True)(type(name, (_Elementwise,), attrs))
+    # a class with no fields of its own: the dataclass methods it would generate are the ones
+    # it inherits from Primitive (`__init__()`, `__eq__` by class, `__repr__` by qualname,
+    # `hash(())`) but for frozenness, so only that is added; not running the dataclass machinery
+    # on ~70 classes saves a third of braze's import time
+    attrs["__setattr__"], attrs["__delattr__"] = _frozen_setattr, _frozen_delattr
+    cls = type(name, (_Elementwise,), attrs)
     if namespace is not None:
         namespace[name] = cls
     return cls()
@@ -352,7 +365,7 @@ BITWISE_INVERT = make_elementwise("BitwiseInvert", np.invert, "same", "bitwise_i
 _LOG_FN = {"e": np.log, "2": np.log2, "10": np.log10}
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Log(Primitive):
     """Logarithm in `base` ("e", "2" or "10"), as MLX's Log(Base)."""
 
@@ -389,7 +402,7 @@ _LOG_RULES = {"e": linear_rules(lambda t, x, y: t / x),
 LOG, LOG2, LOG10 = Log("e"), Log("2"), Log("10")
 
 
-@dataclass(frozen=True)
+@lazy_dataclass
 class Round(Primitive):
     """Round half to even at `decimals` decimal places (negative: tens, hundreds...)."""
 
