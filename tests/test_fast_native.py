@@ -279,3 +279,146 @@ def test_norm_compile():
 
 def test_kernels_module_present():
     assert PF._kernels() is not None
+
+
+# -- rope --------------------------------------------------------------------------------------
+def _rope_x(shape, seed=0):
+    return (_rng(seed).standard_normal(shape) * 2).astype(np.float32)
+
+
+ROPES = {  # name: (x shape, dims, traditional, base, scale, offset, freqs?)
+    "full": ((2, 3, 5, 16), 16, False, 10000.0, 1.0, 3, False),
+    "traditional": ((2, 3, 5, 16), 16, True, 10000.0, 0.5, 0, False),
+    "partial": ((1, 2, 4, 12), 6, False, 100.0, 2.0, 1, False),
+    "partial_trad": ((1, 2, 4, 10), 4, True, 10000.0, 1.0, 7, False),
+    "odd_d": ((2, 1, 3, 14), 14, False, 500.0, 1.0, 2, False),
+    "batch_offsets": ((3, 2, 4, 8), 8, False, 10000.0, 1.0, "batch", False),
+    "array_offset": ((2, 2, 3, 8), 8, True, 10000.0, 1.0, "scalar", False),
+    "freqs": ((2, 2, 4, 8), 8, False, None, 1.0, 5, True),
+    "three_d": ((2, 6, 8), 8, False, 10000.0, 1.0, 1, False),
+    "five_d": ((2, 2, 2, 3, 8), 8, True, 10000.0, 1.0, 4, False),
+    "decode": ((1, 4, 1, 64), 64, False, 10000.0, 1.0, 127, False),
+    "one_length": ((1, 1, 1, 2), 2, False, 10000.0, 1.0, 0, False),
+}
+
+
+def _rope_call(name, m, x):
+    shape, dims, trad, base, scale, off, fr = ROPES[name]
+    if off == "batch":
+        off = m.array(np.arange(shape[0]) * 5 + 1)
+    elif off == "scalar":
+        off = m.array(6)
+    freqs = m.array(np.exp(_rng(1).standard_normal(dims // 2)).astype(np.float32)) if fr \
+        else None
+    fn = m.fast.rope if m is not OF else OF._rope_composite
+    return fn(x, dims, traditional=trad, base=base, scale=scale, offset=off, freqs=freqs)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("name", sorted(ROPES))
+def test_rope_matches_composite(name, dt):
+    x = _bx(_rope_x(ROPES[name][0]), dt)
+    got = _rope_call(name, mx, x)
+    _native(got, "Rope")
+    want = _rope_call(name, OF, x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if dt == "float32":
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-6, atol=1e-6)
+    else:
+        _same(got, want, frac=0)
+    # the vjp: rope by minus the angle, against the composite's gradient
+    c = _bx(_rng(2).standard_normal(x.shape), dt)
+    g = mx.grad(lambda x: (_rope_call(name, mx, x) * c).sum())(x)
+    gw = mx.grad(lambda x: (_rope_call(name, OF, x) * c).sum())(x)
+    np.testing.assert_allclose(_np(g), _np(gw), rtol=TOL[dt], atol=TOL[dt])
+
+
+@needs_mlx
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("name", sorted(ROPES))
+def test_rope_matches_mlx(name, dt):
+    x = _rope_x(ROPES[name][0])
+    got = _rope_call(name, mx, _bx(x, dt))
+    want = _rope_call(name, mlx, _mx(x, dt))
+    if dt == "float32":  # MLX's float32 cos/sin lose a few more ulps at large angles
+        np.testing.assert_allclose(_np(got), _mlx_np(want), rtol=1e-4, atol=5e-5)
+    else:
+        _close_half(_np(got), _mlx_np(want), dt)
+
+
+@needs_mlx
+@pytest.mark.parametrize("name", ["full", "partial_trad", "batch_offsets", "freqs"])
+def test_rope_grads_match_mlx(name):
+    x = _rope_x(ROPES[name][0], seed=3)
+    cot = _rng(4).standard_normal(x.shape).astype(np.float32)
+    got = mx.grad(lambda x: (_rope_call(name, mx, x) * mx.array(cot)).sum())(mx.array(x))
+    want = mlx.grad(lambda x: (_rope_call(name, mlx, x) * mlx.array(cot)).sum())(mlx.array(x))
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-5)
+
+
+def test_rope_float64_numpy_path_and_freqs_grad():
+    for name in ("full", "traditional", "batch_offsets"):
+        x = mx.array(_rope_x(ROPES[name][0]), dtype=mx.float64)
+        got, want = _rope_call(name, mx, x), _rope_call(name, OF, x)
+        assert got.dtype == mx.float64
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-12, atol=1e-12)
+    x = _bx(_rope_x((2, 3, 4, 16)), "float32")
+    for dt in DTYPES:
+        xd = x.astype(getattr(mx, dt))
+        native = _rope_call("full", mx, xd)
+        mx.eval(native)
+        with config.override(backend="numpy"):
+            ref = _rope_call("full", mx, xd)
+            mx.eval(ref)
+        _same(native, ref, frac=0) if dt != "float32" else np.testing.assert_allclose(
+            _np(native), _np(ref), rtol=1e-6, atol=1e-6)
+    # gradient with respect to freqs goes through the composite graph
+    f = mx.array(np.exp(_rng(5).standard_normal(4)).astype(np.float32))
+    xs = mx.array(_rope_x((1, 2, 3, 8)))
+
+    def loss(fn):
+        return lambda f: (fn(xs, 8, traditional=False, base=None, scale=1.0, offset=2,
+                             freqs=f) ** 3).sum()
+
+    np.testing.assert_allclose(np.array(mx.grad(loss(mx.fast.rope))(f)),
+                               np.array(mx.grad(loss(OF._rope_composite))(f)), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_rope_vmap_jvp_compile():
+    x = mx.array(_rope_x((3, 2, 2, 4, 8)))  # vmapped over axis 0 of (2, 2, 4, 8) examples
+
+    def f(x, off=3):
+        return mx.fast.rope(x, 8, traditional=False, base=10000.0, scale=1.0, offset=off)
+
+    for ax in (0, 2, 4):
+        got = mx.vmap(f, in_axes=ax)(mx.moveaxis(x, 0, ax))
+        want = mx.stack([f(x[i]) for i in range(3)])
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, atol=1e-6)
+    offs = mx.array([1, 9])
+    got = mx.vmap(lambda x: f(x, offs))(x)
+    want = mx.stack([f(x[i], offs) for i in range(3)])
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, atol=1e-6)
+    # offsets vmapped too: through the graph
+    offv = mx.array([[0, 1], [2, 3], [4, 5]])
+    got = mx.vmap(lambda x, o: f(x, o))(x, offv)
+    want = mx.stack([f(x[i], offv[i]) for i in range(3)])
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, atol=1e-6)
+    # jvp (linear in x)
+    t = mx.array(_rope_x(x.shape[1:], seed=9))
+    _, (jv,) = mx.jvp(f, [x[0]], [t])
+    np.testing.assert_allclose(np.array(jv), np.array(f(t)), rtol=1e-6, atol=1e-6)
+    # compile, shapeless over the sequence length, grad of compile, compile of grad
+    cf = mx.compile(f, shapeless=True)
+    for T in (4, 6):
+        xt = mx.random.normal((2, 2, T, 8))
+        np.testing.assert_allclose(np.array(cf(xt)), np.array(f(xt)), rtol=1e-6, atol=1e-6)
+    loss = lambda x: (f(x) ** 2).sum()  # noqa: E731
+    g = mx.grad(loss)(x[0])
+    for got in (mx.grad(mx.compile(loss))(x[0]), mx.compile(mx.grad(loss))(x[0])):
+        np.testing.assert_allclose(np.array(got), np.array(g), rtol=1e-5, atol=1e-5)
+
+
+def test_rope_empty():
+    x = mx.zeros((2, 3, 0, 8))
+    assert mx.fast.rope(x, 8, traditional=False, base=1e4, scale=1.0, offset=0).shape == x.shape

@@ -7,7 +7,6 @@ softmax is computed in float32 (`precise=True`).
 """
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Optional, Union
 
@@ -111,6 +110,15 @@ def rope(a: ArrayLike, dims: int, *, traditional: bool, base: Optional[float], s
     """Rotary positional encoding of the first `dims` features of `a` (shape (B, *, T, D));
     positions (offset + arange(T)) * scale run along axis -2. `offset` is an int or an integer
     array (a scalar, or one offset per batch element)."""
+    return _rope(a, dims, traditional, base, scale, offset, freqs, True)
+
+
+def _rope_composite(a, dims, *, traditional, base, scale, offset, freqs=None) -> array:
+    """rope as the graph of ordinary ops (MLX's CPU fallback), not the primitive."""
+    return _rope(a, dims, traditional, base, scale, offset, freqs, False)
+
+
+def _rope(a, dims, traditional, base, scale, offset, freqs, native):
     op = "rope"
     x = _arr(a, op)
     if x.ndim < 3:
@@ -147,44 +155,11 @@ def rope(a: ArrayLike, dims: int, *, traditional: bool, base: Optional[float], s
     else:
         raise TypeError(f"[{op}] offset must be an int or an integer array, got "
                         f"{type(offset).__name__}: {offset!r}.")
-    shape = x.shape
-    if x.ndim == 3:
-        x = O.expand_dims(x, 1)
-    elif x.ndim > 4:
-        x = O.flatten(x, 1, x.ndim - 3)
-    # angles in float32 (float64 for float64 input); cos/sin rounded to x's dtype, and the
-    # rotation computed in x's dtype (MLX's CPU numerics, bit for bit in float16/bfloat16)
-    t = x.dtype
-    ft = D.float64 if t is D.float64 else D.float32
-    T = x.shape[2]
-    offset = astype(offset, ft)
-    if offset.size > 1:
-        offset = O.reshape(offset, (B, 1, 1, 1))  # per batch element: (B, 1, T, 1) positions
-        positions = (O.arange(T, dtype=ft)[:, None] + offset) * array(scale, ft)
-    else:
-        positions = (O.arange(T, dtype=ft) + O.reshape(offset, ())) * array(scale, ft)
-        positions = positions[:, None]
-    if freqs is None:
-        inv = O.exp(O.arange(0, -half, -1, dtype=ft) * array(math.log(base) / half, ft))
-    else:
-        inv = astype(O.reciprocal(astype(freqs, ft)), ft)
-    theta = positions * inv
-    cos, sin = astype(O.cos(theta), t), astype(O.sin(theta), t)
-    if traditional:
-        x1 = x[..., 0:dims:2]
-        x2 = x[..., 1:dims:2]
-        r1 = x1 * cos - x2 * sin
-        r2 = x1 * sin + x2 * cos
-        out = O.reshape(O.stack([r1, r2], axis=-1), x.shape[:-1] + (dims,))
-        if dims < x.shape[-1]:
-            out = O.concatenate([out, x[..., dims:]], axis=-1)
-    else:
-        x1, x2 = x[..., :half], x[..., half:dims]
-        parts = [x1 * cos - x2 * sin, x1 * sin + x2 * cos]
-        if dims < x.shape[-1]:
-            parts.append(x[..., dims:])
-        out = O.concatenate(parts, axis=-1)
-    return O.reshape(out, shape)
+    if not native:
+        return F.rope_graph(x, dims, traditional, base, scale, offset, freqs)
+    base = None if base is None else float(base)
+    prim = F.Rope(dims, bool(traditional), base, float(scale))
+    return bind(prim, (x, offset) if freqs is None else (x, offset, freqs))
 
 
 def scaled_dot_product_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, scale: float,
