@@ -1181,7 +1181,7 @@ def test_donated_training_step(backend):
 # -- 8. threads ------------------------------------------------------------------------------------
 @pytest.mark.skipif(not HAVE_NUMBA, reason="needs numba")
 def test_large_row_kernels_split_across_threads():
-    from braze._src.backends.cpu import threads
+    from braze._src import threads
     rng = np.random.default_rng(60)
     x = rng.standard_normal((512, 1024)).astype(np.float32)
     w = rng.uniform(0.5, 1.5, 1024).astype(np.float32)

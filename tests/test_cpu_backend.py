@@ -15,7 +15,8 @@ from braze._src.backends import base as B
 
 numba = pytest.importorskip("numba")
 
-from braze._src.backends.cpu import CpuBackend, threads  # noqa: E402
+from braze._src import threads  # noqa: E402
+from braze._src.backends.cpu import CpuBackend  # noqa: E402
 from braze._src.backends.cpu.lib import scalar  # noqa: E402
 from braze._src.backends.cpu.render import CpuVariant  # noqa: E402
 

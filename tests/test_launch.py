@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from braze._src.backends.cpu import threads  # noqa: E402
+from braze._src import threads  # noqa: E402
 
 # A loop of large split launches (a 10-op chain on 2**24 elements) interrupted by the parent,
 # each time followed by a new compiled function on a new 2**20 input, checked element by

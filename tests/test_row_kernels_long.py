@@ -129,7 +129,7 @@ def test_short_rows_keep_three_passes_and_stash():
 def test_few_long_rows_split_across_threads(name, f, exact):
     """Fewer rows than threads: each thread reduces a column segment, the partial
     accumulators are combined (NaN propagates through max/min), the per-row ops follow."""
-    from braze._src.backends.cpu import threads
+    from braze._src import threads
     rng = np.random.default_rng(9)
     xs = rng.standard_normal((1, 5 * C + 17)).astype(np.float32)  # > the thread threshold
     if name in ("max", "min"):

@@ -56,8 +56,8 @@ class Config:
     #: every compiled function also runs uncompiled for its first calls and compares (as
     #: mx.compile(check=True))
     compile_check: bool = False
-    #: threads BLAS (OpenBLAS/MKL, through threadpoolctl when installed) may use for
-    #: matmul/einsum; 0: leave BLAS as it is
+    #: threads BLAS (OpenBLAS/MKL, through threadpoolctl) keeps for itself; 0: one, and braze
+    #: splits large products across its own threads (prims/linalg.py `blas_matmul`)
     blas_threads: int = 0
 
 

@@ -6,43 +6,138 @@ products are computed in float32 and rounded once at the end.
 """
 from __future__ import annotations
 
+import math
+import os
+
 import numpy as np
 
 from .. import config
 from .. import dtypes as D
+from ..threads import POOL, num_threads
 from .base import Primitive, lazy_dataclass, ops
 
 _HALF = ("float16", "bfloat16")
 
 
 class _Blas:
-    """BRAZE_BLAS_THREADS: the BLAS thread limit last applied (0: none yet)."""
+    """The BLAS thread policy in force (BRAZE_BLAS_THREADS, see `blas_matmul`): `applied` is
+    the knob value it was made for (None: nothing done yet), `split` whether braze splits
+    products across its own threads."""
 
-    applied = 0
+    applied = None
+    split = False
     controller = None
     original = None  # the limiter whose restore_original_limits() undoes the first limit
 
 
-def _blas_threads() -> None:
-    """Apply the BRAZE_BLAS_THREADS knob when it changed (one int comparison per call)."""
-    n = config._current.blas_threads
-    if n == _Blas.applied:
-        return
-    _Blas.applied = n
+#: the user's own BLAS thread settings, which braze leaves alone
+USER_BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _limit_blas(n: int) -> bool:
+    """Limit BLAS to `n` threads (0: back to its own setting); False where that failed."""
     try:
-        if n <= 0:  # back to BLAS's own setting
+        if n <= 0:
             if _Blas.original is not None:
                 _Blas.original.restore_original_limits()
                 _Blas.original = None
-            return
+            return True
         if _Blas.controller is None:
             from threadpoolctl import ThreadpoolController
             _Blas.controller = ThreadpoolController()
         lim = _Blas.controller.limit(limits=n, user_api="blas")
         if _Blas.original is None:
             _Blas.original = lim
+        return True
     except Exception:  # threadpoolctl missing or unable: BLAS keeps its own setting
-        pass
+        return False
+
+
+def _blas_threads() -> bool:
+    """Apply BRAZE_BLAS_THREADS when it changed (one comparison per call); returns whether
+    braze splits products itself."""
+    n = config._current.blas_threads
+    if n == _Blas.applied:
+        return _Blas.split
+    _Blas.applied = n
+    if any(os.environ.get(v) for v in USER_BLAS_VARS):
+        _Blas.split = False
+    elif n > 0:
+        _Blas.split = False
+        _limit_blas(n)
+    else:
+        _Blas.split = _limit_blas(1)
+    return _Blas.split
+
+
+#: multiply-adds from which a product is split (below, one BLAS call costs less than a split)
+SPLIT_MACS = 1 << 23
+#: the fewest rows / columns a chunk of a split product has (smaller chunks lose BLAS speed:
+#: measured on one thread, 64-row chunks of a 1024^3 product cost 30 % more, 128-row 20 %)
+CHUNK_ROWS, CHUNK_COLS = 128, 256
+
+
+def _row_chunks(lo, hi, a, b, out):
+    np.matmul(a[lo:hi], b, out=out[lo:hi])
+
+
+def _col_chunks(lo, hi, a, b, out):
+    out[:, lo:hi] = a @ b[:, lo:hi]
+
+
+def blas_matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
+    """a @ b for 2-D float operands (into `out` if given), across braze's threads.
+
+    NumPy's OpenBLAS keeps threads of its own, which busy-wait between calls and which a
+    product waits for: on a 2-core machine with another process keeping one core busy, a
+    256^3 float32 product took 14-48 ms with OpenBLAS's 2 threads against 0.5 ms with one,
+    and they compete with braze's kernel threads. So by default (`BRAZE_BLAS_THREADS=0`)
+    braze limits BLAS to one thread (threadpoolctl) and splits a large product into chunks of
+    rows (or of columns, for few rows) that its own pool's threads share (threads.py: the
+    caller never waits for a thread that is not running). The chunking depends on the shape
+    and the thread count only, never on timing, so a product's rounding is the same every
+    call. `BRAZE_BLAS_THREADS=n > 0` leaves BLAS n threads and does not split; nor does
+    braze when the user set one of `USER_BLAS_VARS`."""
+    if out is None:
+        out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
+    m, k = a.shape
+    n = b.shape[1]
+    nt = num_threads()
+    if not _blas_threads() or nt <= 1 or m * k * n < SPLIT_MACS or a.dtype.kind not in "fc":
+        return np.matmul(a, b, out=out)
+    if m >= 2 * CHUNK_ROWS:
+        POOL.run_chunks(_row_chunks, m, (a, b, out), max(CHUNK_ROWS, -(-m // (2 * nt))))
+    elif n >= 2 * CHUNK_COLS:
+        POOL.run_chunks(_col_chunks, n, (a, b, out), max(CHUNK_COLS, -(-n // (2 * nt))))
+    else:
+        np.matmul(a, b, out=out)
+    return out
+
+
+def _batch_chunks(lo, hi, index, a, b, out):
+    for i in index[lo:hi]:
+        np.matmul(a[i], b[i], out=out[i])
+
+
+def _matmul(a, b):
+    """np.matmul of operands of equal rank >= 2 and equal batch axes, across braze's threads
+    as `blas_matmul`: a large 2-D product split itself, a batch of smaller ones shared out by
+    whole products (whose rounding does not depend on the split)."""
+    if a.ndim == 2:
+        return blas_matmul(a, b)
+    per = a.shape[-2] * a.shape[-1] * b.shape[-1]
+    count = math.prod(a.shape[:-2])
+    nt = num_threads()
+    if not _blas_threads() or nt <= 1 or per * count < SPLIT_MACS:
+        return np.matmul(a, b)
+    out = np.empty(a.shape[:-1] + b.shape[-1:], np.result_type(a, b))
+    index = list(np.ndindex(*a.shape[:-2]))
+    if per >= SPLIT_MACS:
+        for i in index:
+            blas_matmul(a[i], b[i], out[i])
+    else:
+        POOL.run_chunks(_batch_chunks, count, (index, a, b, out), -(-count // (4 * nt)))
+    return out
 
 
 def _compute(x):
@@ -77,8 +172,7 @@ class Matmul(Primitive):
         return [(matmul_shape(a.shape, b.shape), a.dtype)]
 
     def eval_cpu(self, a, b):
-        _blas_threads()
-        out = np.matmul(_compute(a), _compute(b))
+        out = _matmul(_compute(a), _compute(b))
         return [out.astype(a.dtype, copy=False)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -125,8 +219,7 @@ class AddMM(Primitive):
         return [(shape, a.dtype)]
 
     def eval_cpu(self, c, a, b):
-        _blas_threads()
-        out = np.matmul(_compute(a), _compute(b))
+        out = _matmul(_compute(a), _compute(b))
         if self.alpha != 1.0:
             out = out * out.dtype.type(self.alpha)
         if self.beta != 0.0:  # like BLAS: beta == 0 ignores c (even its NaNs)
@@ -324,13 +417,12 @@ class BlockMaskedMM(Primitive):
         return [(matmul_shape(a.shape, b.shape, "block_masked_mm"), a.dtype)]
 
     def eval_cpu(self, *xs):
-        _blas_threads()
         a, b, o, lm, rm = self._split(xs)
         bs = self.block_size
         a, b = _compute(a), _compute(b)
         if lm is not None:
             a, b = _np_masked(a, _compute(lm), bs), _np_masked(b, _compute(rm), bs)
-        out = np.matmul(a, b)
+        out = _matmul(a, b)
         if o is not None:
             out = _np_masked(out, _compute(o), bs)
         return [out.astype(xs[0].dtype, copy=False)]

@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from ... import memory as M
+from ...threads import POOL, num_threads
 from .render import CpuVariant
 from .render_rows import CHUNK, STASH_MAX, RowVariant, donor_outputs, split_plan
-from .threads import POOL, num_threads
 
 _U16 = np.dtype(np.uint16)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .threads import POOL
+from ...threads import POOL
 
 _M = 0xFFFFFFFF
 _PARITY = 0x1BD11BDA

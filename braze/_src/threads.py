@@ -1,4 +1,5 @@
-"""Kernel launches split across threads by dynamic chunk claiming.
+"""Work split across threads by dynamic chunk claiming: kernel launches of the cpu backend,
+matrix products and mx.fast kernels of the primitives.
 
 Kernels are compiled `nogil=True` and take an index range [start, stop), so a launch can be
 cut into chunks that any thread may run. A split launch is posted to the persistent workers
@@ -15,6 +16,9 @@ split gained (`_judge`: on a machine whose other cores are busy a split costs mo
 saves, and the kernel runs alone for a while). Chunks are sized in time too (`_chunk_items`),
 so the last chunk a worker holds costs the caller little.
 
+`run_chunks` splits by a fixed chunk size instead, for work whose result depends on the
+chunking (the rows of a BLAS product, prims/linalg.py).
+
 An interrupt (Ctrl-C) while a launch runs stops further claims and waits for the chunks in
 flight before it propagates: no buffer of the launch is released while a worker writes to it.
 `BRAZE_NUM_THREADS` (0: the number of cores) caps the threads, the caller included.
@@ -26,7 +30,7 @@ import threading
 import time
 from queue import SimpleQueue
 
-from ... import config
+from . import config
 
 #: expected single-thread seconds from which a launch is split (measured, docs/kernels.md)
 DEFAULT_SPLIT_COST = 150e-6
@@ -213,6 +217,17 @@ class Pool:
         self._split(fn, args, start, n, step, nt)
         _judge(fn, time.perf_counter() - t0, work)
         return nt
+
+    def run_chunks(self, fn, n: int, args: tuple, step: int) -> None:
+        """fn(start, stop, *args) over [0, n) in chunks of `step` indices, whatever the load
+        and the thread count (so a result that depends on the chunking, as a BLAS product's
+        rounding does, is the same every time); the threads share the chunks."""
+        nt = min(num_threads(), -(-n // step))
+        if nt <= 1:
+            for lo in range(0, n, step):
+                fn(lo, min(n, lo + step), *args)
+            return
+        self._split(fn, args, 0, n, step, nt)
 
     def _split(self, fn, args, start, n, step, nt) -> None:
         launch = _Launch(fn, args, start, n, step)
