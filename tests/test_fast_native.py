@@ -47,14 +47,14 @@ def _mx(a, dt):
     return mlx.array(a).astype(getattr(mlx, dt))
 
 
-def _same(a, b, frac=0.005):
+def _same(a, b, frac=0.005, atol=0.0):
     """Equal in half precision up to summation order: a float32 sum in another order rounds
     to the neighbouring half value now and then, so at most `frac` of the elements (and one)
     may be one half ulp apart; the rest are equal bit for bit."""
-    _close_half(_np(a), _np(b), str(b.dtype).split(".")[-1], frac)
+    _close_half(_np(a), _np(b), str(b.dtype).split(".")[-1], frac, atol)
 
 
-def _close_half(g, w, dt, frac=0.005):
+def _close_half(g, w, dt, frac=0.005, atol=0.0):
     if dt not in ("float16", "bfloat16"):
         np.testing.assert_array_equal(g, w)
         return
@@ -62,7 +62,8 @@ def _close_half(g, w, dt, frac=0.005):
     ulp = ulp.astype(np.float64) * (1 if dt == "float16" else 2 ** 16)
     differ = ~((g == w) | (np.isnan(g) & np.isnan(w)))
     assert differ.sum() <= max(1, frac * g.size), f"{differ.sum()} of {g.size} differ"
-    np.testing.assert_array_less(np.abs(g - w)[differ], ulp[differ] * 1.01 + 1e-30)
+    bound = np.maximum(ulp * 1.01, atol * ulp.max() if ulp.size else 0) + 1e-30
+    np.testing.assert_array_less(np.abs(g - w)[differ], bound[differ])
 
 
 def _native(out, name):
@@ -422,3 +423,215 @@ def test_rope_vmap_jvp_compile():
 def test_rope_empty():
     x = mx.zeros((2, 3, 0, 8))
     assert mx.fast.rope(x, 8, traditional=False, base=1e4, scale=1.0, offset=0).shape == x.shape
+
+
+# -- scaled_dot_product_attention --------------------------------------------------------------
+SDPA = {  # name: (B, Nq, Nkv, Tq, Tk, Dk, Dv, mask, sinks)
+    "plain": (2, 4, 4, 3, 5, 8, 8, None, False),
+    "gqa2": (1, 4, 2, 5, 7, 16, 16, None, False),
+    "gqa4_causal": (2, 8, 2, 6, 9, 13, 13, "causal", False),
+    "causal_square": (1, 2, 1, 7, 7, 8, 8, "causal", False),
+    "causal_more_queries": (1, 2, 2, 6, 4, 8, 8, "causal", False),
+    "decode": (1, 8, 2, 1, 300, 64, 64, None, False),
+    "decode_causal": (1, 4, 1, 1, 70, 16, 16, "causal", False),
+    "many_rows": (1, 4, 1, 9, 12, 5, 7, "causal", False),
+    "bool_2d": (2, 4, 2, 3, 6, 8, 8, "bool_2d", False),
+    "bool_full": (2, 4, 2, 3, 6, 8, 8, "bool_full", False),
+    "bool_heads": (1, 4, 4, 3, 6, 8, 8, "bool_heads", False),
+    "add_batch": (2, 4, 2, 3, 6, 8, 8, "add_batch", False),
+    "add_2d": (1, 2, 1, 4, 4, 6, 6, "add_2d", False),
+    "sinks": (2, 4, 2, 3, 5, 8, 8, "causal", True),
+    "sinks_mask": (1, 4, 1, 3, 5, 8, 8, "add_2d", True),
+    "one_key": (1, 2, 1, 3, 1, 8, 8, None, False),
+    "dv_differs": (1, 2, 1, 3, 5, 8, 3, None, False),
+}
+
+
+def _sdpa_inputs(name, seed=0):
+    B, Nq, Nkv, Tq, Tk, Dk, Dv, mask, sinks = SDPA[name]
+    r = _rng(seed)
+    q = r.standard_normal((B, Nq, Tq, Dk)).astype(np.float32)
+    k = r.standard_normal((B, Nkv, Tk, Dk)).astype(np.float32)
+    v = r.standard_normal((B, Nkv, Tk, Dv)).astype(np.float32)
+    m = {None: None, "causal": "causal",
+         "bool_2d": r.random((Tq, Tk)) < 0.6, "bool_full": r.random((B, Nq, Tq, Tk)) < 0.6,
+         "bool_heads": r.random((Nq, 1, Tk)) < 0.6,
+         "add_batch": r.standard_normal((B, 1, Tq, Tk)).astype(np.float32),
+         "add_2d": r.standard_normal((Tq, Tk)).astype(np.float32)}[mask]
+    s = r.standard_normal(Nq).astype(np.float32) if sinks else None
+    return q, k, v, m, s
+
+
+def _sdpa_call(m, name, dt, seed=0, fn=None):
+    q, k, v, mask, sinks = _sdpa_inputs(name, seed)
+    conv = _bx if m is mx else _mx
+    args = [conv(a, dt) for a in (q, k, v)]
+    if isinstance(mask, np.ndarray):
+        mask = m.array(mask) if mask.dtype == bool else conv(mask, dt)
+    sinks = conv(sinks, dt) if sinks is not None else None
+    fn = fn or m.fast.scaled_dot_product_attention
+    return fn(*args, scale=1 / np.sqrt(q.shape[-1]), mask=mask, sinks=sinks)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("name", sorted(SDPA))
+def test_sdpa_matches_composite(name, dt):
+    got = _sdpa_call(mx, name, dt)
+    _native(got, "ScaledDotProductAttention")
+    want = _sdpa_call(mx, name, dt, fn=OF._sdpa_composite)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if dt == "float32":
+        np.testing.assert_allclose(_np(got), _np(want), rtol=2e-6, atol=2e-6)
+    else:
+        # exp is libm's here, NumPy's SIMD loop there: a probability rounded to the other
+        # neighbour moves an output near 0 by more than its own ulp (not the largest's)
+        _same(got, want, frac=0.05, atol=1.0)
+
+
+@needs_mlx
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("name", sorted(SDPA))
+def test_sdpa_matches_mlx(name, dt):
+    got = _sdpa_call(mx, name, dt)
+    want = _sdpa_call(mlx, name, dt)
+    if dt == "float32":
+        np.testing.assert_allclose(_np(got), _mlx_np(want), rtol=1e-5, atol=1e-5)
+    else:
+        _close_half(_np(got), _mlx_np(want), dt, frac=0.05, atol=1.0)
+
+
+def test_sdpa_float64_and_numpy_path():
+    for name in ("gqa4_causal", "bool_2d", "sinks_mask", "causal_more_queries"):
+        q, k, v, mask, sinks = _sdpa_inputs(name)
+        ref = OF._sdpa_composite
+        args = [mx.array(a, dtype=mx.float64) for a in (q, k, v)]
+        mk = mx.array(mask, dtype=mx.float64) if isinstance(mask, np.ndarray) and \
+            mask.dtype != bool else (mx.array(mask) if isinstance(mask, np.ndarray) else mask)
+        sk = mx.array(sinks, dtype=mx.float64) if sinks is not None else None
+        got = mx.fast.scaled_dot_product_attention(*args, scale=0.3, mask=mk, sinks=sk)
+        want = ref(*args, scale=0.3, mask=mk, sinks=sk)
+        assert got.dtype == mx.float64
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-12, atol=1e-12)
+        for dt in DTYPES:
+            native = _sdpa_call(mx, name, dt)
+            mx.eval(native)
+            with config.override(backend="numpy"):
+                np_path = _sdpa_call(mx, name, dt)
+                mx.eval(np_path)
+            if dt == "float32":
+                np.testing.assert_allclose(_np(native), _np(np_path), rtol=2e-6, atol=2e-6)
+            else:
+                _same(native, np_path, frac=0.05, atol=1.0)
+
+
+def test_sdpa_edges():
+    q = mx.random.normal((1, 2, 3, 4))
+    for shape_k in [(1, 1, 0, 4), (1, 2, 0, 4)]:
+        k = mx.zeros(shape_k)
+        got = mx.fast.scaled_dot_product_attention(q, k, k, scale=1.0)
+        want = OF._sdpa_composite(q, k, k, scale=1.0)
+        assert got.shape == want.shape == (1, 2, 3, 4)
+        np.testing.assert_allclose(np.array(got), np.array(want))
+    k = mx.random.normal((1, 1, 5, 4))
+    got = mx.fast.scaled_dot_product_attention(q[:, :, :0], k, k, scale=1.0, mask="causal")
+    assert got.shape == (1, 2, 0, 4)
+    # fully masked rows are uniform over the keys (MLX's behaviour)
+    mask = mx.array([[False] * 5, [True, False, False, False, False], [True] * 5])
+    got = mx.fast.scaled_dot_product_attention(q, k, k, scale=1.0, mask=mask)
+    np.testing.assert_allclose(np.array(got[0, :, 0]), np.array(mx.broadcast_to(
+        mx.mean(k[0, 0], axis=0), (2, 4))), rtol=1e-6, atol=1e-6)
+    # -inf additive masks: a fully -inf row is NaN, as in the composite
+    add = mx.array(np.where(np.array(mask), 0.0, -np.inf).astype(np.float32))
+    got = mx.fast.scaled_dot_product_attention(q, k, k, scale=1.0, mask=add)
+    want = OF._sdpa_composite(q, k, k, scale=1.0, mask=add)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["gqa4_causal", "bool_2d", "add_batch", "sinks",
+                                  "causal_more_queries"])
+def test_sdpa_grads_match_float64_composite(name):
+    q, k, v, mask, sinks = _sdpa_inputs(name, seed=1)
+    cot = _rng(2).standard_normal(q.shape[:3] + v.shape[3:])
+
+    def grads(fn, dtype):
+        args = [mx.array(a).astype(dtype) for a in (q, k, v)]
+        mk = mask
+        if isinstance(mask, np.ndarray):
+            mk = mx.array(mask) if mask.dtype == bool else mx.array(mask).astype(dtype)
+        sk = mx.array(sinks).astype(dtype) if sinks is not None else None
+        c = mx.array(cot).astype(dtype)
+        return mx.grad(lambda q, k, v: (fn(q, k, v, scale=0.4, mask=mk, sinks=sk) * c).sum(),
+                       argnums=(0, 1, 2))(*args)
+
+    got = grads(mx.fast.scaled_dot_product_attention, mx.float32)
+    want = grads(OF._sdpa_composite, mx.float64)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-4, atol=1e-4)
+
+
+@needs_mlx
+@pytest.mark.parametrize("name", ["gqa2", "decode_causal", "bool_heads", "sinks_mask"])
+def test_sdpa_grads_match_mlx(name):
+    q, k, v, mask, sinks = _sdpa_inputs(name, seed=3)
+    cot = _rng(4).standard_normal(q.shape[:3] + v.shape[3:]).astype(np.float32)
+
+    def loss(m):
+        mk = m.array(mask) if isinstance(mask, np.ndarray) else mask
+        sk = m.array(sinks) if sinks is not None else None
+        return lambda q, k, v: (m.fast.scaled_dot_product_attention(
+            q, k, v, scale=0.4, mask=mk, sinks=sk) * m.array(cot)).sum()
+
+    got = mx.grad(loss(mx), argnums=(0, 1, 2))(*[mx.array(a) for a in (q, k, v)])
+    want = mlx.grad(loss(mlx), argnums=(0, 1, 2))(*[mlx.array(a) for a in (q, k, v)])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-4, atol=1e-4)
+
+
+def test_sdpa_vmap_jvp_compile():
+    q, k, v, _, _ = _sdpa_inputs("gqa4_causal", seed=5)
+    q, k, v = mx.array(q), mx.array(k), mx.array(v)
+
+    def f(q, k, v):
+        return mx.fast.scaled_dot_product_attention(q, k, v, scale=0.3, mask="causal")
+
+    # vmap over a new leading axis (folded into the batch), and over an inner axis
+    qs, ks, vs = (mx.stack([a, a * 0.5, -a]) for a in (q, k, v))
+    got = mx.vmap(f)(qs, ks, vs)
+    for i in range(3):
+        np.testing.assert_allclose(np.array(got[i]), np.array(f(qs[i], ks[i], vs[i])),
+                                   rtol=1e-6, atol=1e-6)
+    got = mx.vmap(f, in_axes=(2, 2, 2), out_axes=2)(q[:, :, None], k[:, :, None],
+                                                     v[:, :, None])
+    np.testing.assert_allclose(np.array(got[:, :, 0]), np.array(f(q, k, v)), rtol=1e-6,
+                               atol=1e-6)
+    # only q batched, and a batched mask: through the graph
+    got = mx.vmap(f, in_axes=(0, None, None))(qs, k, v)
+    for i in range(3):
+        np.testing.assert_allclose(np.array(got[i]), np.array(f(qs[i], k, v)), rtol=1e-6,
+                                   atol=1e-6)
+    masks = mx.array(_rng(6).random((3, q.shape[2], k.shape[2])) < 0.7)
+    g = mx.vmap(lambda m: mx.fast.scaled_dot_product_attention(q, k, v, scale=0.3, mask=m))
+    got = g(masks)
+    for i in range(3):
+        want = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.3, mask=masks[i])
+        np.testing.assert_allclose(np.array(got[i]), np.array(want), rtol=1e-6, atol=1e-6)
+    # jvp against the composite's
+    t = [mx.array(_rng(7).standard_normal(a.shape).astype(np.float32)) for a in (q, k, v)]
+    _, (jv,) = mx.jvp(f, [q, k, v], t)
+    _, (jw,) = mx.jvp(lambda q, k, v: OF._sdpa_composite(q, k, v, scale=0.3, mask="causal"),
+                      [q, k, v], t)
+    np.testing.assert_allclose(np.array(jv), np.array(jw), rtol=1e-5, atol=1e-5)
+    # compile: plain, shapeless over the sequence length, grad of compile, compile of grad
+    np.testing.assert_allclose(np.array(mx.compile(f)(q, k, v)), np.array(f(q, k, v)),
+                               rtol=1e-6, atol=1e-6)
+    cf = mx.compile(f, shapeless=True)
+    for T in (6, 11):
+        kt, vt = mx.random.normal((2, 2, T, 13)), mx.random.normal((2, 2, T, 13))
+        np.testing.assert_allclose(np.array(cf(q, kt, vt)), np.array(f(q, kt, vt)),
+                                   rtol=1e-6, atol=1e-6)
+    loss = lambda q, k, v: (f(q, k, v) ** 2).sum()  # noqa: E731
+    g = mx.grad(loss, argnums=(0, 1, 2))(q, k, v)
+    for got in (mx.grad(mx.compile(loss), argnums=(0, 1, 2))(q, k, v),
+                mx.compile(mx.grad(loss, argnums=(0, 1, 2)))(q, k, v)):
+        for p, w in zip(got, g):
+            np.testing.assert_allclose(np.array(p), np.array(w), rtol=1e-5, atol=1e-5)

@@ -10,17 +10,7 @@ from braze._src.ops.fast import (  # noqa: F401
     rope,
     scaled_dot_product_attention,
 )
-from braze._src.prims.fast import set_runner as _set_runner
 
 __all__ = ["layer_norm", "rms_norm", "rope", "scaled_dot_product_attention", "metal_kernel",
            "cuda_kernel"]
 
-
-def _pool_run(kernel, n, args, unit):
-    """The mx.fast kernels split across the cpu backend's threads (imported on first use:
-    it pulls in Numba, which the kernels have loaded by then anyway)."""
-    from braze._src.backends.cpu.threads import POOL
-    return POOL.run(kernel, n, args, unit)
-
-
-_set_runner(_pool_run)

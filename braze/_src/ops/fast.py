@@ -173,6 +173,15 @@ def scaled_dot_product_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, sc
     (True keeps) or an additive array, broadcastable to (B, N_q, T_q, T_kv). `sinks` (N_q,)
     adds one extra logit per head that takes probability mass but no value.
     """
+    return _sdpa(q, k, v, scale, mask, sinks, True)
+
+
+def _sdpa_composite(q, k, v, *, scale, mask=None, sinks=None) -> array:
+    """scaled_dot_product_attention as the graph of ordinary ops (MLX's CPU fallback)."""
+    return _sdpa(q, k, v, scale, mask, sinks, False)
+
+
+def _sdpa(q, k, v, scale, mask, sinks, native):
     op = "scaled_dot_product_attention"
     q, k, v = _arr(q, op), _arr(k, op), _arr(v, op)
     for t in (q, k, v):
@@ -230,37 +239,8 @@ def scaled_dot_product_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, sc
             raise ValueError(f"[{op}] sinks must have shape ({n_q},), got {sinks.shape}.")
         sinks = astype(sinks, final)
 
-    rep = n_q // n_kv
-    q = array(scale, final) * q
-    if rep > 1:
-        q = O.unflatten(q, 1, (n_kv, rep))
-        k = O.expand_dims(k, 2)
-        v = O.expand_dims(v, 2)
-    scores = O.matmul(q, O.swapaxes(k, -1, -2))
-    if causal:
-        kL, qL = k.shape[-2], q.shape[-2]
-        q_off = kL - qL  # lower-right aligned (MLX: rows before the first key are fully masked)
-        mask = O.greater_equal(O.arange(q_off, q_off + qL)[:, None], O.arange(kL)[None, :])
-    if mask is not None:
-        if rep > 1 and mask.ndim >= 3:
-            if mask.shape[-3] == 1:
-                mask = O.expand_dims(mask, -3)
-            else:
-                mask = O.unflatten(mask, -3, (n_kv, rep))
-        if mask.dtype is D.bool_:
-            scores = O.where(mask, scores, array(D.finfo(scores.dtype).min, scores.dtype))
-        else:
-            scores = scores + mask
-    if sinks is not None:
-        s = O.reshape(sinks, (1, n_q, 1, 1))
-        if scores.ndim == 5:
-            s = O.unflatten(s, 1, (n_kv, rep))
-        s = O.broadcast_to(s, scores.shape[:-1] + (1,))
-        scores = O.concatenate([s, scores], axis=-1)
-    scores = O.softmax(scores, axis=-1, precise=True)
-    if sinks is not None:
-        scores = scores[..., 1:]
-    out = O.matmul(scores, v)
-    if rep > 1:
-        out = O.flatten(out, 1, 2)
-    return out
+    if not native:
+        return F.sdpa_graph(q, k, v, scale, causal, mask, sinks)
+    kind = None if mask is None else ("bool" if mask.dtype is D.bool_ else "additive")
+    prim = F.ScaledDotProductAttention(float(scale), causal, kind, sinks is not None)
+    return bind(prim, tuple(a for a in (q, k, v, mask, sinks) if a is not None))

@@ -11,9 +11,9 @@ match the composites (and MLX) bit for bit in float16/bfloat16.
 The graphs (`*_graph`, written with the ops namespace) are also each primitive's definition for
 the transforms it does not do natively: jvp, vmap of batched parameters, and every rule of the
 backward primitives (so grad of grad differentiates the composite). The transforms layer
-installs its `expanded_vjp/jvp/vmap` here (`set_expanders`); the top layer installs the cpu
-backend's thread pool (`set_runner`), which splits a kernel's index range across threads when
-that gains (without it the kernels run on the calling thread).
+installs its `expanded_vjp/jvp/vmap` here (`set_expanders`). Kernels run through braze's
+thread pool (`threads.POOL`), which splits a kernel's index range across threads when that
+gains.
 """
 from __future__ import annotations
 
@@ -25,17 +25,11 @@ import numpy as np
 from .. import config
 from .. import dtypes as D
 from ..array import array
+from ..threads import POOL
 from .base import Primitive, bind, ops
 
-_RUN = [None]  # fn(kernel, n, args, unit): the thread pool's `run`
 _EXPAND: dict = {}  # "vjp" / "jvp" / "vmap" -> transforms' expanded rules
 _KERNELS = []  # [module or None] once tried
-
-
-def set_runner(fn) -> None:
-    """Install `fn(kernel, n, args, unit)`, which runs `kernel(start, stop, *args)` over
-    [0, n) (the cpu backend's `threads.POOL.run`)."""
-    _RUN[0] = fn
 
 
 def set_expanders(vjp, jvp, vmap) -> None:
@@ -57,12 +51,8 @@ def _kernels():
 
 
 def _run(kernel, n, args, unit):
-    if n <= 0:
-        return
-    if _RUN[0] is None:
-        kernel(0, n, *args)
-    else:
-        _RUN[0](kernel, n, args, unit)
+    if n > 0:
+        POOL.run(kernel, n, args, unit)
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -521,4 +511,158 @@ class Rope(Primitive):
             to = 1 if inputs[1].size > 1 else 0
             x = ops.moveaxis(x, ax, to)
             return [bind(self, (x,) + tuple(inputs[1:]))], [to]
+        return _expand("vmap", lambda ins: [self._graph(ins)], inputs, axes)
+
+
+# ============================================================================================
+# scaled_dot_product_attention
+# ============================================================================================
+def sdpa_graph(q, k, v, scale, causal, mask, sinks):
+    """MLX's attention graph over (B, N, T, D) arrays of one dtype (k, v with N // rep heads;
+    `mask` bool or of q's dtype, broadcastable to the scores; `sinks` (N,) of q's dtype)."""
+    final = q.dtype
+    n_q, n_kv = q.shape[1], k.shape[1]
+    rep = n_q // n_kv
+    q = array(scale, final) * q
+    if rep > 1:
+        q = ops.unflatten(q, 1, (n_kv, rep))
+        k = ops.expand_dims(k, 2)
+        v = ops.expand_dims(v, 2)
+    scores = ops.matmul(q, ops.swapaxes(k, -1, -2))
+    if causal:
+        kL, qL = k.shape[-2], q.shape[-2]
+        q_off = kL - qL  # lower-right aligned (MLX: rows before the first key are fully masked)
+        mask = ops.greater_equal(ops.arange(q_off, q_off + qL)[:, None], ops.arange(kL)[None, :])
+    if mask is not None:
+        if rep > 1 and mask.ndim >= 3:
+            if mask.shape[-3] == 1:
+                mask = ops.expand_dims(mask, -3)
+            else:
+                mask = ops.unflatten(mask, -3, (n_kv, rep))
+        if mask.dtype is D.bool_:
+            scores = ops.where(mask, scores, array(D.finfo(scores.dtype).min, scores.dtype))
+        else:
+            scores = scores + mask
+    if sinks is not None:
+        s = ops.reshape(sinks, (1, n_q, 1, 1))
+        if scores.ndim == 5:
+            s = ops.unflatten(s, 1, (n_kv, rep))
+        s = ops.broadcast_to(s, scores.shape[:-1] + (1,))
+        scores = ops.concatenate([s, scores], axis=-1)
+    scores = ops.softmax(scores, axis=-1, precise=True)
+    if sinks is not None:
+        scores = scores[..., 1:]
+    out = ops.matmul(scores, v)
+    if rep > 1:
+        out = ops.flatten(out, 1, 2)
+    return out
+
+
+_ROWS = 16  # query rows per attention task (each key/value row is loaded once per block)
+
+
+@dataclass(frozen=True)
+class ScaledDotProductAttention(Primitive):
+    """mx.fast.scaled_dot_product_attention: inputs (q, k, v, [mask], [sinks]) of one float
+    dtype (a bool mask excepted); `mask` is "bool", "additive" or None."""
+
+    scale: float
+    causal: bool = False
+    mask: str | None = None
+    sinks: bool = False
+
+    def _split(self, ins):
+        q, k, v = ins[:3]
+        it = iter(ins[3:])
+        mask = next(it) if self.mask else None
+        sinks = next(it) if self.sinks else None
+        return q, k, v, mask, sinks
+
+    def abstract_eval(self, q, k, v, *rest):
+        return [(q.shape[:3] + v.shape[3:], q.dtype)]
+
+    def _graph(self, ins):
+        q, k, v, mask, sinks = self._split(ins)
+        return sdpa_graph(q, k, v, self.scale, self.causal, mask, sinks)
+
+    def eval_cpu(self, *ins):
+        q, k, v, mask, sinks = self._split(ins)
+        shape = q.shape[:3] + v.shape[3:]
+        if 0 in shape:
+            return [np.zeros(shape, q.dtype)]
+        dt = q.dtype
+        ct = _ct(dt)
+        qs = np.asarray(np.asarray(self.scale, dt) * q).astype(ct)  # rounded as the graph's
+        K = _kernels()
+        if K is None or not _native_types(dt, dt):
+            return [self._numpy(qs, k, v, mask, sinks, dt)]
+        B, N, Tq, _ = q.shape
+        kc, vc = np.ascontiguousarray(k, dtype=ct), np.ascontiguousarray(v, dtype=ct)
+        if mask is None:
+            mk, kind = np.zeros((1, 1, 1, 1), np.bool_), 0
+        else:
+            kind = 1 if mask.dtype == np.bool_ else 2
+            mk = np.broadcast_to(mask if kind == 1 else mask.astype(ct),
+                                 (B, N, Tq, k.shape[2]))
+        sk = np.ascontiguousarray(sinks, dtype=ct) if sinks is not None else np.zeros(1, ct)
+        out = np.empty(shape, ct)
+        nkv, Tk = k.shape[1], k.shape[2]
+        nblk = -(-(N // nkv) * Tq // _ROWS)
+        fmin = ct.type(D.finfo(D.from_numpy(dt)).min)
+        rep = N // nkv
+        _run(K.sdpa, B * nkv * nblk,
+             (np.ascontiguousarray(qs).reshape(B * N * Tq, q.shape[3]),
+              kc.reshape(B * nkv * Tk, k.shape[3]), vc.reshape(B * nkv * Tk, v.shape[3]), mk, sk,
+              out.reshape(B * N * Tq, v.shape[3]), Tq, Tk, nkv,
+              rep, self.causal, kind, sinks is not None, fmin, _mode(dt), _ROWS),
+             min(_ROWS, rep * Tq) * Tk * (q.shape[3] + v.shape[3]))
+        return [out.astype(dt, copy=False)]
+
+    def _numpy(self, qs, k, v, mask, sinks, dt):
+        """The NumPy path: the graph's steps, with the scores materialised."""
+        ct = qs.dtype
+        B, N, Tq, _ = qs.shape
+        nkv, Tk = k.shape[1], k.shape[2]
+        rep = N // nkv
+        qg = qs.astype(dt).astype(ct).reshape(B, nkv, rep * Tq, -1)
+        s = np.matmul(qg, np.swapaxes(k.astype(ct), -1, -2)).astype(dt)
+        s = s.reshape(B, N, Tq, Tk)
+        if self.causal:
+            mask = np.arange(Tk - Tq, Tk)[:, None] >= np.arange(Tk)[None, :]
+        with np.errstate(all="ignore"):
+            if mask is not None:
+                if mask.dtype == np.bool_:
+                    s = np.where(mask, s, np.asarray(D.finfo(D.from_numpy(dt)).min, dt))
+                else:
+                    s = (s + mask).astype(dt)
+            s = s.astype(ct)
+            if sinks is not None:
+                sk = np.broadcast_to(sinks.astype(ct)[None, :, None, None], (B, N, Tq, 1))
+                s = np.concatenate([sk, s], axis=-1)
+            e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+            p = (e / np.sum(e, axis=-1, keepdims=True)).astype(dt)
+        if sinks is not None:
+            p = p[..., 1:]
+        p = p.astype(ct).reshape(B, nkv, rep * Tq, Tk)
+        out = np.matmul(p, v.astype(ct)).reshape(B, N, Tq, -1)
+        return out.astype(dt)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return _expand("vjp", lambda ins: [self._graph(ins)], primals, cotangents, argnums)
+
+    def jvp(self, primals, tangents, argnums):
+        return _expand("jvp", lambda ins: [self._graph(ins)], primals, tangents, argnums)
+
+    def vmap(self, inputs, axes):
+        q, k, v, mask, sinks = self._split(inputs)
+        ax_m = axes[3] if self.mask else None
+        ax_s = axes[3 + bool(self.mask)] if self.sinks else None
+        foldable = (mask is None or mask.ndim < 4 or mask.shape[0] == 1)
+        if all(a is not None for a in axes[:3]) and ax_m is None and ax_s is None and foldable:
+            # the vmapped axis joins the batch: (V, B, ...) -> (V * B, ...)
+            qkv = [ops.moveaxis(a, ax, 0) for a, ax in zip(inputs[:3], axes[:3])]
+            V, B = qkv[0].shape[:2]
+            flat = [ops.reshape(a, (V * B,) + a.shape[2:]) for a in qkv]
+            y = bind(self, tuple(flat) + tuple(inputs[3:]))
+            return [ops.reshape(y, (V, B) + y.shape[1:])], [0]
         return _expand("vmap", lambda ins: [self._graph(ins)], inputs, axes)

@@ -1,8 +1,8 @@
 """Numba kernels of the `mx.fast` primitives (prims/fast.py), imported on first use.
 
 Every kernel takes an index range `[start, stop)` first (rows, or (batch, head) pairs), is
-compiled `nogil=True` and cached on disk, so `prims.fast` can hand it to a thread pool that
-cuts the range into chunks (the cpu backend's, installed through `prims.fast.set_runner`).
+compiled `nogil=True` and cached on disk, so `prims.fast` can hand it to braze's thread pool
+(`threads.POOL`), which cuts the range into chunks.
 Arrays are float32 (float16/bfloat16 inputs are widened before the call) or float64; `mode`
 says which half type a value stands for, and `rnd(v, mode)` rounds a float32 to it (round to
 nearest even, exactly as NumPy/ml_dtypes convert), so the kernels round where the composite
@@ -20,7 +20,7 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 _OPTS = dict(error_model="numpy", nogil=True, boundscheck=False, fastmath={"reassoc"})
 
@@ -219,3 +219,149 @@ def rope(start, stop, x, cos, sin, out, dims, traditional, mode):
                 out[b, h, t, i2] = rnd(rnd(x1 * s, mode) + rnd(x2 * c, mode), mode)
             for j in range(dims, d):
                 out[b, h, t, j] = x[b, h, t, j]
+
+
+# -- scaled_dot_product_attention --------------------------------------------------------------
+@intrinsic
+def _i32_as_f32(typingctx, i):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.int32), codegen
+
+
+@_inline
+def _exp32(x):
+    """exp of a float32 without a libm call, so a loop of them vectorizes: x = k ln2 + r with
+    |r| <= ln2 / 2 (two-part ln2), exp(r) by its degree-7 Taylor polynomial (error below
+    1e-8 relative), times 2**(k - 1) built from bits, times 2; 0 below -87 (no subnormal
+    results: softmax weights that small do not matter), inf above 88.72."""
+    f = np.float32
+    xc = min(max(x, f(-87.0)), f(88.72))
+    k = math.floor(xc * f(1.4426950408889634) + f(0.5))
+    r = xc - k * f(0.693145751953125) - k * f(1.428606765330187e-06)
+    p = f(1.0) + r * (f(1.0) + r * (f(0.5) + r * (f(1 / 6) + r * (f(1 / 24) + r * (
+        f(1 / 120) + r * (f(1 / 720) + r * f(1 / 5040)))))))
+    y = p * _i32_as_f32(np.int32((np.int32(k) + 126) << 23)) * f(2.0)
+    y = f(0.0) if x < f(-87.0) else y
+    y = f(np.inf) if x > f(88.72) else y
+    return x if x != x else y
+
+
+def fexp(x):
+    """exp: `_exp32` for float32, libm's for float64 (typed by Numba at compile time)."""
+    return math.exp(x)
+
+
+@overload(fexp, inline="always")
+def _fexp(x):
+    if x == types.float32:
+        return lambda x: _exp32(x)
+    return lambda x: math.exp(x)
+
+
+_SDPA_OPTS = dict(_OPTS, fastmath={"reassoc", "nsz", "contract"})
+
+
+def _jit_sdpa(py_func):
+    try:
+        return njit(cache=True, **_SDPA_OPTS)(py_func)
+    except Exception:  # pragma: no cover
+        return njit(**_SDPA_OPTS)(py_func)
+
+
+@_jit_sdpa
+def sdpa(start, stop, q, k, v, mask, sinks, out, tq, tk, nkv, rep, causal, mask_kind,
+         has_sinks, fmin, mode, rb):
+    """Attention for tasks [start, stop) over rows of 2-D views: q and out (B * Nq * Tq, D),
+    k and v (B * Nkv * Tk, D). A task is a block of at most `rb` query rows of one (batch, kv
+    head); those rows are contiguous (the kv head's `rep` query heads one after another,
+    query head h = kv_head * rep + r // Tq, row i = r % Tq), so each key and value row is
+    loaded once for the whole block and K/V are never repeated. q is pre-scaled. Per query
+    row: the scores (rounded like the graph's matmul), the mask (4-D, broadcast: bool keeps or
+    puts `fmin`, additive adds), the causal limit (lower-right aligned: row i sees keys
+    j <= i + Tk - Tq), the sink logit, the softmax in float32 (exp(s - max) / sum, each
+    probability rounded), then p @ v."""
+    dk, dv = q.shape[1], v.shape[1]
+    nrows = rep * tq
+    nblk = (nrows + rb - 1) // rb
+    q_off = tk - tq
+    z = q.dtype.type(0)
+    s = np.empty((rb, tk), q.dtype)
+    acc = np.empty((rb, dv), q.dtype)
+    pm = np.empty(rb, q.dtype)  # the probability of a causally masked key, per row
+    lims = np.empty(rb, np.int64)
+    for task in range(start, stop):
+        blk = task % nblk
+        bk = task // nblk  # b * nkv + kv head
+        b = bk // nkv
+        kh = bk - b * nkv
+        r0 = blk * rb
+        nr = min(nrows, r0 + rb) - r0
+        qbase = bk * nrows + r0  # = (b * nq + kh * rep) * tq + r0
+        kbase = bk * tk
+        jmax = 0
+        for rr in range(nr):
+            lim = tk
+            if causal:
+                lim = min(tk, max(0, (r0 + rr) % tq + q_off + 1))
+            lims[rr] = lim
+            jmax = max(jmax, lim)
+        for j in range(jmax):
+            kj = k[kbase + j]
+            for rr in range(nr):
+                if j < lims[rr]:
+                    qr = q[qbase + rr]
+                    dot = z
+                    for d in range(dk):
+                        dot += qr[d] * kj[d]
+                    s[rr, j] = dot
+        jend = jmax
+        for rr in range(nr):
+            r = r0 + rr
+            h = kh * rep + r // tq
+            i = r % tq
+            lim = lims[rr]
+            m = -np.inf
+            for j in range(lim):
+                x = rnd(s[rr, j], mode)
+                if mask_kind == 1:
+                    if not mask[b, h, i, j]:
+                        x = fmin
+                elif mask_kind == 2:
+                    x = rnd(x + mask[b, h, i, j], mode)
+                s[rr, j] = x
+                if x > m or x != x:
+                    m = x
+            if lim < tk and fmin > m:
+                m = fmin
+            if has_sinks and sinks[h] > m:
+                m = sinks[h]
+            den = z
+            for j in range(lim):
+                e = fexp(s[rr, j] - m)
+                s[rr, j] = e
+                den += e
+            em = z
+            if lim < tk:
+                em = fexp(fmin - m)
+                den += em * (tk - lim)
+            if has_sinks:
+                den += fexp(sinks[h] - m)
+            for j in range(lim):
+                s[rr, j] = rnd(s[rr, j] / den, mode)
+            pm[rr] = rnd(em / den, mode)
+            if pm[rr] != 0:
+                jend = tk
+            for d in range(dv):
+                acc[rr, d] = z
+        for j in range(jend):
+            vj = v[kbase + j]
+            for rr in range(nr):
+                p = s[rr, j] if j < lims[rr] else pm[rr]
+                if p != 0:
+                    for d in range(dv):
+                        acc[rr, d] += p * vj[d]
+        for rr in range(nr):
+            o = out[qbase + rr]
+            for d in range(dv):
+                o[d] = rnd(acc[rr, d], mode)
