@@ -59,11 +59,14 @@ class Config:
     #: threads BLAS (OpenBLAS/MKL, through threadpoolctl) keeps for itself; 0: one, and braze
     #: splits large products across its own threads (prims/linalg.py `blas_matmul`)
     blas_threads: int = 0
+    #: worker processes that build the new kernels of a compiled function concurrently into
+    #: the disk cache (cpu backend); 0: every kernel is built in the calling process
+    build_workers: int = 0
 
 
 _ENV = {f.name: "BRAZE_" + f.name.upper() for f in dataclasses.fields(Config)}
 _INT_KNOBS = ("debug", "num_threads", "compile_retrace_limit", "blas_threads",
-              "compile_cache_size")
+              "compile_cache_size", "build_workers")
 _BOOL_KNOBS = ("disable_compile", "checks", "compile_no_retrace", "compile_report",
                "compile_check")
 

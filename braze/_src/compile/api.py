@@ -39,7 +39,7 @@ from ..array import TraceState, array
 from ..scheduler import user_frame
 from . import diagnostics as diag
 from . import pipeline
-from .compiled import backend_named, programs
+from .compiled import backend_named, prefetch, programs
 from .replay import ReplayPlan
 from .trace import (
     SiteRecorder,
@@ -658,6 +658,8 @@ class CompiledFunction:
         self._note_miss(sig, entries)
         entry = self._build(sig, leaves, treedef, arrays, cap, implicit)
         self._record.add_trace(entry.counts["trace_seconds"], entry.counts["pass_seconds"])
+        if not self._shapeless and entry.counts["fused_kernels"] > 1:
+            prefetch(entry.tape)  # its kernels may start building now (BRAZE_BUILD_WORKERS)
         return entry
 
     def _build(self, sig, leaves, treedef, arrays, cap, implicit, texts=None):

@@ -74,6 +74,38 @@ def programs(ir) -> list:
     return list(e.programs.values()) if e is not None else []
 
 
+def prefetch(tape) -> None:
+    """Hand the active backend the regions the first run of `tape` (after the passes) is about
+    to evaluate, in order, so that it may build their kernels ahead of need and concurrently
+    (`BRAZE_BUILD_WORKERS`; the cpu backend's `prefetch`). Each region comes with its input
+    shapes and, per input, whether the run will likely donate it: made inside the tape, not an
+    output, and this region its last reader in tape order (the run frees an array as its
+    readers finish, so the last one finds it free: `Compiled._donatable`). Only a hint: what
+    the run needs is built as ever."""
+    if not _config._current.build_workers:
+        return
+    hint = getattr(backend(), "prefetch", None)
+    if hint is None:
+        return
+    last: dict = {}  # id(array) -> id of the inputs tuple of its last reader
+    for a in tape.nodes:
+        for x in a._inputs:
+            last[id(x)] = id(a._inputs)  # siblings share their inputs tuple: one reader
+    outs = {id(x) for x in tape.outputs}
+    regions, seen = [], set()
+    for a in tape.nodes:
+        ir = getattr(a._prim, "ir", None)
+        if ir is None or id(a._inputs) in seen:
+            continue
+        seen.add(id(a._inputs))
+        shapes = [tuple(x.shape) for x in a._inputs]
+        likely = [x._prim is not None and last.get(id(x)) == id(a._inputs)
+                  and id(x) not in outs for x in a._inputs]
+        regions.append((ir, shapes, likely))
+    if regions:
+        hint(regions)
+
+
 @dataclass(frozen=True, repr=False)
 class Compiled(Primitive):
     """A fused elementwise region; its single field is the region's KernelIR."""

@@ -8,13 +8,14 @@ numbers) run on the numpy reference backend. See docs/kernels.md.
 """
 from __future__ import annotations
 
+import os
 import time
 
 from ... import config
 from ...compile import notice
 from .. import kernel_cache as KC
 from ..base import Backend, Program
-from . import launch
+from . import launch, prebuild
 from .render import CpuVariant, render_kernel
 from .render_rows import RowVariant, row_read_inputs
 from .spell import HALF, Unsupported
@@ -80,6 +81,7 @@ class CpuBackend(Backend):
         self.identity = self.compiler.identity
         self._entries: dict = {}
         self._numpy = None
+        self._prefetched = False  # jobs may be queued in prebuild.POOL
 
     # -- kernels -------------------------------------------------------------------------------
     def _reference(self):
@@ -110,6 +112,9 @@ class CpuBackend(Backend):
         p = e.programs.get(variant)
         if p is not None:
             return p
+        if self._prefetched:  # a worker may be building it (prebuild.py): wait, or take it
+            prebuild.POOL.claim((ir.key, variant))
+            self._prefetched = bool(prebuild.POOL.jobs)
         with KC._LOCK:
             p = e.programs.get(variant)
             if p is not None:
@@ -140,6 +145,42 @@ class CpuBackend(Backend):
                           "w") as f:
                     f.write(source)
         return CpuProgram(fn, variant, source, name, how, dt)
+
+    def prefetch(self, regions) -> None:
+        """Queue the kernels the first run of a compiled function will build, for worker
+        processes to build into the disk cache concurrently (`BRAZE_BUILD_WORKERS`,
+        prebuild.py). `regions`: (ir, input shapes, likely donated per input), in run order.
+        Nothing is queued without a usable disk cache, for fewer than two new kernels, or
+        where the prediction fails (the run then builds as ever)."""
+        cfg = config.get()
+        if cfg.build_workers <= 0:
+            return
+        d = self.compiler.directory()
+        if d is None:
+            return
+        jobs, keys = [], set()
+        for ir, shapes, likely in regions:
+            e = self.entry(ir)
+            if e.fallback:
+                continue
+            try:
+                variant = prebuild.predict(self, ir, e, shapes, likely)
+                key = (ir.key, variant)
+                if variant is None or variant in e.programs or key in keys:
+                    continue
+                source = render_kernel(ir, variant)
+            except Exception:  # a hint: the run decides for itself
+                continue
+            keys.add(key)
+            if os.path.exists(os.path.join(d, self.compiler.module_name(source) + ".json")):
+                continue  # in the disk cache already
+            jobs.append((key, source, f"{ir.name}{variant.suffix}"))
+        if len(jobs) < 2:
+            return
+        workers = min(cfg.build_workers, len(jobs), os.cpu_count() or 1)
+        for key, source, name in jobs:
+            prebuild.POOL.submit(key, source, name, workers, cfg.cache_dir)
+        self._prefetched = True
 
     # -- evaluation ----------------------------------------------------------------------------
     def run_compiled(self, ir, inputs, out_shape=None, donatable=None) -> list:
