@@ -159,7 +159,8 @@ def _norm_eval(x, w, b, eps, out_dt, rms):
     if rms:
         _run(K.rms_fwd, n, (xr, wv, out, e, w is not None, _mode(out_dt)), d)
     else:
-        _run(K.ln_fwd, n, (xr, wv, bv, out, e, w is not None, b is not None, _mode(out_dt)), d)
+        wv = wv if w is not None else np.ones(d, ct)
+        _run(K.ln_fwd, n, (xr, wv, bv, out, e, _mode(out_dt)), d)
     return out.reshape(x.shape).astype(out_dt, copy=False)
 
 

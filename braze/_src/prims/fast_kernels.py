@@ -104,8 +104,9 @@ def rms_fwd(start, stop, x, w, out, eps, has_w, mode):
 
 
 @_jit
-def ln_fwd(start, stop, x, w, b, out, eps, has_w, has_b, mode):
-    """out[r] = rnd(rnd(rnd((x - mean) * rsqrt(var + eps)) * w) + b) for rows [start, stop)."""
+def ln_fwd(start, stop, x, w, b, out, eps, mode):
+    """out[r] = rnd(rnd(rnd((x - mean) * rsqrt(var + eps)) * w) + b) for rows [start, stop)
+    (w ones and b zeros when absent: the same roundings, and a loop without branches)."""
     d = x.shape[1]
     z = x.dtype.type(0)
     inv_d = 1 / x.dtype.type(d)
@@ -120,12 +121,7 @@ def ln_fwd(start, stop, x, w, b, out, eps, has_w, has_b, mode):
             v += c * c
         inv = 1 / math.sqrt(v * inv_d + eps)
         for j in range(d):
-            y = rnd((x[r, j] - mu) * inv, mode)
-            if has_w:
-                y = rnd(y * w[j], mode)
-            if has_b:
-                y = rnd(y + b[j], mode)
-            out[r, j] = y
+            out[r, j] = rnd(rnd(rnd((x[r, j] - mu) * inv, mode) * w[j], mode) + b[j], mode)
 
 
 @_jit
@@ -237,7 +233,7 @@ def _exp32(x):
     results: softmax weights that small do not matter), inf above 88.72."""
     f = np.float32
     xc = min(max(x, f(-87.0)), f(88.72))
-    k = math.floor(xc * f(1.4426950408889634) + f(0.5))
+    k = np.floor(xc * f(1.4426950408889634) + f(0.5))  # a float: no int64 round trip
     r = xc - k * f(0.693145751953125) - k * f(1.428606765330187e-06)
     p = f(1.0) + r * (f(1.0) + r * (f(0.5) + r * (f(1 / 6) + r * (f(1 / 24) + r * (
         f(1 / 120) + r * (f(1 / 720) + r * f(1 / 5040)))))))
@@ -257,6 +253,30 @@ def _fexp(x):
     if x == types.float32:
         return lambda x: _exp32(x)
     return lambda x: math.exp(x)
+
+
+@_inline
+def _row_max(s, rr, n):
+    """max of s[rr, :n], NaN if any is NaN (-inf for n == 0); four independent lanes."""
+    m0 = m1 = m2 = m3 = s.dtype.type(-np.inf)
+    bad = False
+    n4 = n - n % 4
+    for j in range(0, n4, 4):
+        a0 = s[rr, j]
+        a1 = s[rr, j + 1]
+        a2 = s[rr, j + 2]
+        a3 = s[rr, j + 3]
+        m0 = a0 if a0 > m0 else m0
+        m1 = a1 if a1 > m1 else m1
+        m2 = a2 if a2 > m2 else m2
+        m3 = a3 if a3 > m3 else m3
+        bad |= (a0 != a0) | (a1 != a1) | (a2 != a2) | (a3 != a3)
+    for j in range(n4, n):
+        a0 = s[rr, j]
+        m0 = a0 if a0 > m0 else m0
+        bad |= a0 != a0
+    m = max(max(m0, m1), max(m2, m3))
+    return s.dtype.type(np.nan) if bad else m
 
 
 _SDPA_OPTS = dict(_OPTS, fastmath={"reassoc", "nsz", "contract"})
@@ -307,13 +327,11 @@ def sdpa(start, stop, q, k, v, mask, sinks, out, tq, tk, nkv, rep, causal, mask_
             lims[rr] = lim
             jmax = max(jmax, lim)
         for j in range(jmax):
-            kj = k[kbase + j]
             for rr in range(nr):
                 if j < lims[rr]:
-                    qr = q[qbase + rr]
                     dot = z
                     for d in range(dk):
-                        dot += qr[d] * kj[d]
+                        dot += q[qbase + rr, d] * k[kbase + j, d]
                     s[rr, j] = dot
         jend = jmax
         for rr in range(nr):
@@ -321,17 +339,17 @@ def sdpa(start, stop, q, k, v, mask, sinks, out, tq, tk, nkv, rep, causal, mask_
             h = kh * rep + r // tq
             i = r % tq
             lim = lims[rr]
-            m = -np.inf
-            for j in range(lim):
-                x = rnd(s[rr, j], mode)
-                if mask_kind == 1:
+            if mode != 0:
+                for j in range(lim):
+                    s[rr, j] = rnd(s[rr, j], mode)
+            if mask_kind == 1:
+                for j in range(lim):
                     if not mask[b, h, i, j]:
-                        x = fmin
-                elif mask_kind == 2:
-                    x = rnd(x + mask[b, h, i, j], mode)
-                s[rr, j] = x
-                if x > m or x != x:
-                    m = x
+                        s[rr, j] = fmin
+            elif mask_kind == 2:
+                for j in range(lim):
+                    s[rr, j] = rnd(s[rr, j] + mask[b, h, i, j], mode)
+            m = _row_max(s, rr, lim)
             if lim < tk and fmin > m:
                 m = fmin
             if has_sinks and sinks[h] > m:
@@ -347,21 +365,23 @@ def sdpa(start, stop, q, k, v, mask, sinks, out, tq, tk, nkv, rep, causal, mask_
                 den += em * (tk - lim)
             if has_sinks:
                 den += fexp(sinks[h] - m)
-            for j in range(lim):
-                s[rr, j] = rnd(s[rr, j] / den, mode)
+            if mode == 0:
+                for j in range(lim):
+                    s[rr, j] = s[rr, j] / den
+            else:
+                for j in range(lim):
+                    s[rr, j] = rnd(s[rr, j] / den, mode)
             pm[rr] = rnd(em / den, mode)
             if pm[rr] != 0:
                 jend = tk
             for d in range(dv):
                 acc[rr, d] = z
         for j in range(jend):
-            vj = v[kbase + j]
             for rr in range(nr):
                 p = s[rr, j] if j < lims[rr] else pm[rr]
                 if p != 0:
                     for d in range(dv):
-                        acc[rr, d] += p * vj[d]
+                        acc[rr, d] += p * v[kbase + j, d]
         for rr in range(nr):
-            o = out[qbase + rr]
             for d in range(dv):
-                o[d] = rnd(acc[rr, d], mode)
+                out[qbase + rr, d] = rnd(acc[rr, d], mode)
