@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import braze.core as mx
 
-from . import _fast
 from .base import Module
 
 __all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm", "BatchNorm"]
+
+
+def _in_float32(x):
+    """Half floats are normalised in float32 (and rounded once after), as MLX's kernels do."""
+    return (x.astype(mx.float32), x.dtype) if x.dtype in (mx.float16, mx.bfloat16) else (x, None)
 
 
 def _check_eps(name, eps):
@@ -42,7 +46,7 @@ class InstanceNorm(Module):
                              f"(N, ..., C) but the input has shape {x.shape}.")
         _check_last("InstanceNorm", x, self.dims)
         axes = tuple(range(1, x.ndim - 1))
-        y, dt = _fast._up(x)
+        y, dt = _in_float32(x)
         mean = mx.mean(y, axis=axes, keepdims=True)
         var = mx.var(y, axis=axes, keepdims=True)
         y = (y - mean) * mx.rsqrt(var + self.eps)
@@ -71,7 +75,7 @@ class LayerNorm(Module):
         _check_last("LayerNorm", x, self.dims)
         weight = self["weight"] if "weight" in self else None
         bias = self["bias"] if "bias" in self else None
-        return _fast.layer_norm(x, weight, bias, self.eps)
+        return mx.fast.layer_norm(x, weight, bias, self.eps)
 
 
 class RMSNorm(Module):
@@ -88,7 +92,7 @@ class RMSNorm(Module):
 
     def __call__(self, x):
         _check_last("RMSNorm", x, self["weight"].shape[0])
-        return _fast.rms_norm(x, self["weight"], self.eps)
+        return mx.fast.rms_norm(x, self["weight"], self.eps)
 
 
 class GroupNorm(Module):
@@ -129,7 +133,7 @@ class GroupNorm(Module):
         gs = dims // g
         x = x.reshape(batch, -1, g, gs)
         x = x.transpose(0, 2, 1, 3).reshape(batch, g, -1)
-        x = _fast.layer_norm(x, None, None, self.eps)
+        x = mx.fast.layer_norm(x, None, None, self.eps)
         x = x.reshape(batch, g, -1, gs)
         return x.transpose(0, 2, 1, 3).reshape(batch, *rest, dims)
 

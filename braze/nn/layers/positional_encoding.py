@@ -6,7 +6,6 @@ from typing import Optional
 
 import braze.core as mx
 
-from . import _fast
 from .base import Module
 
 __all__ = ["RoPE", "SinusoidalPositionalEncoding", "ALiBi"]
@@ -31,8 +30,8 @@ class RoPE(Module):
         return f"{self.dims}, traditional={self.traditional}"
 
     def __call__(self, x, offset: int = 0):
-        return _fast.rope(x, self.dims, traditional=self.traditional, base=self.base,
-                          scale=self.scale, offset=offset)
+        return mx.fast.rope(x, self.dims, traditional=self.traditional, base=self.base,
+                            scale=self.scale, offset=offset)
 
 
 class SinusoidalPositionalEncoding(Module):

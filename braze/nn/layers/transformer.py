@@ -7,7 +7,6 @@ from typing import Any, Callable, Optional
 
 import braze.core as mx
 
-from . import _fast
 from .activations import relu
 from .base import Module
 from .dropout import Dropout
@@ -56,7 +55,7 @@ class MultiHeadAttention(Module):
         keys = mx.unflatten(keys, -1, (h, -1)).transpose(0, 2, 1, 3)
         values = mx.unflatten(values, -1, (h, -1)).transpose(0, 2, 1, 3)
         scale = math.sqrt(1 / queries.shape[-1])
-        out = _fast.scaled_dot_product_attention(queries, keys, values, scale=scale, mask=mask)
+        out = mx.fast.scaled_dot_product_attention(queries, keys, values, scale=scale, mask=mask)
         out = out.transpose(0, 2, 1, 3).flatten(-2, -1)
         return self.out_proj(out)
 
