@@ -1,9 +1,11 @@
 """`mx.fast`: layer_norm, rms_norm, rope and scaled_dot_product_attention.
 
-They are composites of ordinary ops written as MLX's own fallback graphs (the ones MLX runs on
-the CPU), so they differentiate, vmap and compile/fuse like any other ops and match MLX's CPU
-results. Normalisations are computed in float32 for half inputs and rounded once; attention's
-softmax is computed in float32 (`precise=True`).
+Each checks its arguments as MLX does and binds its primitive (prims/fast.py: one native
+kernel, forward and backward), whose results are those of MLX's own fallback graphs (the ones
+MLX runs on the CPU: half inputs computed in float32 and rounded where the graph rounds,
+attention's softmax in float32). Inside an mx.compile trace the normalisations build that graph
+instead (`_compiling`), so the row-fusion passes fuse it with its neighbours. `_*_composite`
+build the graph of ordinary ops after the same checks (for tests and benchmarks).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from ..array import array
 from ..prims import fast as F
 from ..prims.base import bind
 from ..prims.base import ops as O
+from ..scheduler import CompileTraces
 from ._helpers import as_array, astype
 from ._typing import ArrayLike, StreamOrDevice
 
@@ -36,6 +39,14 @@ def _check_eps(eps, op):
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise TypeError(f"[{op}] eps must be a real number, got {type(eps).__name__}: {eps!r}.")
     return float(eps)
+
+
+def _compiling() -> bool:
+    """Inside an mx.compile trace the normalisations stay the composite graph: the row-fusion
+    passes make it one row kernel together with the elementwise ops around it (a residual
+    add before, a scale or cast after), which the opaque primitive would split into three
+    launches; eager calls take the primitive."""
+    return bool(CompileTraces.stack)
 
 
 def _affine_param(p, x, name, op):
@@ -73,7 +84,7 @@ def _layer_norm(x, weight, bias, eps, native):
     eps = _check_eps(eps, op)
     weight = _affine_param(weight, x, "weight", op)
     bias = _affine_param(bias, x, "bias", op)
-    if not native:
+    if not native or _compiling():
         return F.layer_norm_graph(x, weight, bias, eps)
     prim = F.LayerNorm(eps, weight is not None, bias is not None)
     return bind(prim, tuple(a for a in (x, weight, bias) if a is not None))
@@ -99,7 +110,7 @@ def _rms_norm(x, weight, eps, native):
     _real_float(x, op)
     eps = _check_eps(eps, op)
     weight = _affine_param(weight, x, "weight", op)
-    if not native:
+    if not native or _compiling():
         return F.rms_norm_graph(x, weight, eps)
     return bind(F.RMSNorm(eps), (x,) if weight is None else (x, weight))
 
