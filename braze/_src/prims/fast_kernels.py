@@ -225,7 +225,7 @@ def _i32_as_f32(typingctx, i):
     return types.float32(types.int32), codegen
 
 
-@_inline
+@_jit
 def _exp32(x):
     """exp of a float32 without a libm call, so a loop of them vectorizes: x = k ln2 + r with
     |r| <= ln2 / 2 (two-part ln2), exp(r) by its degree-7 Taylor polynomial (error below
@@ -244,11 +244,12 @@ def _exp32(x):
 
 
 def fexp(x):
-    """exp: `_exp32` for float32, libm's for float64 (typed by Numba at compile time)."""
+    """exp: `_exp32` for float32, libm's for float64 (typed by Numba at compile time; LLVM
+    inlines it into the loops, and inlining it in Numba's IR instead warns)."""
     return math.exp(x)
 
 
-@overload(fexp, inline="always")
+@overload(fexp)
 def _fexp(x):
     if x == types.float32:
         return lambda x: _exp32(x)
