@@ -141,7 +141,7 @@ KNOWN = [
          'conv1d[dilation] conv2d[dilation_groups] conv_general[input_dilation] '
          'conv_general[lo_hi_flip] conv_transpose1d[output_padding] '
          'conv_transpose1d[stride] conv_transpose2d[stride_pad] dequantize[round_trip] '
-         'fast.scaled_dot_product_attention[causal_mha] gather_mm[both_indices] '
+         'gather_mm[both_indices] '
          'gather_mm[duplicates] gather_mm[lhs_only_2d_b] gather_mm[vector_a] '
          'gather_mm[vector_b] gather_qmm[experts] gather_qmm[moe_topk] '
          'gather_qmm[no_transpose] nan_to_num[float64] quantize[g128_b8_biases] '
@@ -205,12 +205,6 @@ KNOWN = [
      [
         ('empty', 'bfloat16 float16 float32',
          'dequantize[round_trip]'),
-    ]),
-    ('MLX limitation: SDPA requires equal batch sizes; braze broadcasts a batch of 0 '
-     'against 1',
-     [
-        ('empty', 'bfloat16 float16 float32',
-         'fast.scaled_dot_product_attention[causal_mha]'),
     ]),
     ('braze bug: dequantize(dtype=float32) with float16/bfloat16 scales computes in '
      "float32; MLX dequantizes in the scales' dtype, then casts",

@@ -203,6 +203,10 @@ def _sdpa(q, k, v, scale, mask, sinks, native):
             raise ValueError(f"[{op}] Received unsupported type {t.dtype.name}.")
     B, n_q, L_q, D_q = q.shape
     n_kv = k.shape[1]
+    for t in (k, v):  # checked by MLX before the other shapes
+        if t.shape[0] != B:
+            raise ValueError(f"[{op}] mismatching batch dimension for input with shape "
+                             f"{t.shape}.")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"[{op}] query, keys expected to have matching last dimension; found "
                          f"query shape {q.shape} for keys shape {k.shape}.")
