@@ -218,6 +218,35 @@ def _norm_vmap(prim, graph, inputs, axes):
     return _expand("vmap", lambda ins: [graph(ins)], inputs, axes)
 
 
+class _ByGraph:
+    """Every transform of a backward primitive goes through its graph (`_graph`): the
+    gradient of the forward composite, so grad of grad differentiates the composite."""
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return _expand("vjp", self._graph, primals, cotangents, argnums)
+
+    def jvp(self, primals, tangents, argnums):
+        return _expand("jvp", self._graph, primals, tangents, argnums)
+
+    def vmap(self, inputs, axes):
+        return _expand("vmap", self._graph, inputs, axes)
+
+
+def _backward_graph(fwd, ins):
+    """The cotangents of a forward primitive's graph at inputs ins[:-1] for the output
+    cotangent ins[-1] (zeros for inputs the graph does not reach)."""
+    n = len(ins) - 1
+    cts = _expand("vjp", lambda p: [fwd._graph(p)], list(ins[:n]), [ins[n]], list(range(n)))
+    return _zeros_for(cts, ins[:n])
+
+
+def _by_backward(bwd, primals, cotangents, argnums):
+    """A forward primitive's vjp: its backward primitive, one kernel for every cotangent."""
+    grads = bind(bwd, tuple(primals) + (cotangents[0],))
+    grads = grads if isinstance(grads, list) else [grads]
+    return [grads[i] for i in argnums]
+
+
 @dataclass(frozen=True)
 class RMSNorm(Primitive):
     """mx.fast.rms_norm: inputs (x,) or (x, weight)."""
@@ -235,9 +264,7 @@ class RMSNorm(Primitive):
         return [_norm_eval(x, w, None, self.eps, out_dt, True)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        grads = bind(RMSNormVJP(self.eps), tuple(primals) + (cotangents[0],))
-        grads = grads if isinstance(grads, list) else [grads]
-        return [grads[i] for i in argnums]
+        return _by_backward(RMSNormVJP(self.eps), primals, cotangents, argnums)
 
     def jvp(self, primals, tangents, argnums):
         return _expand("jvp", lambda ins: [self._graph(ins)], primals, tangents, argnums)
@@ -247,7 +274,7 @@ class RMSNorm(Primitive):
 
 
 @dataclass(frozen=True)
-class RMSNormVJP(Primitive):
+class RMSNormVJP(_ByGraph, Primitive):
     """The rms_norm backward: inputs (x, [weight,] cotangent), outputs (dx, [dweight])."""
 
     eps: float
@@ -265,20 +292,7 @@ class RMSNormVJP(Primitive):
         return out
 
     def _graph(self, ins):
-        fwd = RMSNorm(self.eps)
-        n = len(ins) - 1
-        cts = _expand("vjp", lambda p: [fwd._graph(p)], list(ins[:n]), [ins[n]],
-                      list(range(n)))
-        return _zeros_for(cts, ins[:n])
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return _expand("vjp", self._graph, primals, cotangents, argnums)
-
-    def jvp(self, primals, tangents, argnums):
-        return _expand("jvp", self._graph, primals, tangents, argnums)
-
-    def vmap(self, inputs, axes):
-        return _expand("vmap", self._graph, inputs, axes)
+        return _backward_graph(RMSNorm(self.eps), ins)
 
 
 @dataclass(frozen=True)
@@ -307,10 +321,8 @@ class LayerNorm(Primitive):
         return [_norm_eval(x, w, b, self.eps, out_dt, False)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        grads = bind(LayerNormVJP(self.eps, self.has_weight, self.has_bias),
-                     tuple(primals) + (cotangents[0],))
-        grads = grads if isinstance(grads, list) else [grads]
-        return [grads[i] for i in argnums]
+        return _by_backward(LayerNormVJP(self.eps, self.has_weight, self.has_bias), primals,
+                            cotangents, argnums)
 
     def jvp(self, primals, tangents, argnums):
         return _expand("jvp", lambda ins: [self._graph(ins)], primals, tangents, argnums)
@@ -320,7 +332,7 @@ class LayerNorm(Primitive):
 
 
 @dataclass(frozen=True)
-class LayerNormVJP(Primitive):
+class LayerNormVJP(_ByGraph, Primitive):
     """The layer_norm backward: inputs (x, [weight], [bias], cotangent), outputs the
     gradients of (x, [weight], [bias])."""
 
@@ -343,20 +355,7 @@ class LayerNormVJP(Primitive):
         return out
 
     def _graph(self, ins):
-        fwd = LayerNorm(self.eps, self.has_weight, self.has_bias)
-        n = len(ins) - 1
-        cts = _expand("vjp", lambda p: [fwd._graph(p)], list(ins[:n]), [ins[n]],
-                      list(range(n)))
-        return _zeros_for(cts, ins[:n])
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return _expand("vjp", self._graph, primals, cotangents, argnums)
-
-    def jvp(self, primals, tangents, argnums):
-        return _expand("jvp", self._graph, primals, tangents, argnums)
-
-    def vmap(self, inputs, axes):
-        return _expand("vmap", self._graph, inputs, axes)
+        return _backward_graph(LayerNorm(self.eps, self.has_weight, self.has_bias), ins)
 
 
 # ============================================================================================

@@ -103,23 +103,30 @@ def rms_fwd(start, stop, x, w, out, eps, has_w, mode):
                 out[r, j] = rnd(x[r, j] * inv, mode)
 
 
+@_inline
+def _mean_rstd(x, r, eps):
+    """Mean and 1 / sqrt(variance + eps) of row r of x (the variance of the centred row)."""
+    d = x.shape[1]
+    z = x.dtype.type(0)
+    inv_d = 1 / x.dtype.type(d)
+    s = z
+    for j in range(d):
+        s += x[r, j]
+    mu = s * inv_d
+    v = z
+    for j in range(d):
+        c = x[r, j] - mu
+        v += c * c
+    return mu, 1 / math.sqrt(v * inv_d + eps)
+
+
 @_jit
 def ln_fwd(start, stop, x, w, b, out, eps, mode):
     """out[r] = rnd(rnd(rnd((x - mean) * rsqrt(var + eps)) * w) + b) for rows [start, stop)
     (w ones and b zeros when absent: the same roundings, and a loop without branches)."""
     d = x.shape[1]
-    z = x.dtype.type(0)
-    inv_d = 1 / x.dtype.type(d)
     for r in range(start, stop):
-        s = z
-        for j in range(d):
-            s += x[r, j]
-        mu = s * inv_d
-        v = z
-        for j in range(d):
-            c = x[r, j] - mu
-            v += c * c
-        inv = 1 / math.sqrt(v * inv_d + eps)
+        mu, inv = _mean_rstd(x, r, eps)
         for j in range(d):
             out[r, j] = rnd(rnd(rnd((x[r, j] - mu) * inv, mode) * w[j], mode) + b[j], mode)
 
@@ -161,15 +168,7 @@ def ln_bwd(start, stop, x, w, g, dx, dwp, dbp, eps, has_w, block):
             dwp[blk, j] = z
             dbp[blk, j] = z
         for r in range(blk * block, min(n, (blk + 1) * block)):
-            s = z
-            for j in range(d):
-                s += x[r, j]
-            mu = s * inv_d
-            v = z
-            for j in range(d):
-                c = x[r, j] - mu
-                v += c * c
-            rstd = 1 / math.sqrt(v * inv_d + eps)
+            mu, rstd = _mean_rstd(x, r, eps)
             sg = z
             sgx = z
             for j in range(d):
@@ -218,13 +217,6 @@ def rope(start, stop, x, cos, sin, out, dims, traditional, mode):
 
 
 # -- scaled_dot_product_attention --------------------------------------------------------------
-@intrinsic
-def _i32_as_f32(typingctx, i):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.FloatType())
-    return types.float32(types.int32), codegen
-
-
 @_jit
 def _exp32(x):
     """exp of a float32 without a libm call, so a loop of them vectorizes: x = k ln2 + r with
@@ -237,7 +229,7 @@ def _exp32(x):
     r = xc - k * f(0.693145751953125) - k * f(1.428606765330187e-06)
     p = f(1.0) + r * (f(1.0) + r * (f(0.5) + r * (f(1 / 6) + r * (f(1 / 24) + r * (
         f(1 / 120) + r * (f(1 / 720) + r * f(1 / 5040)))))))
-    y = p * _i32_as_f32(np.int32((np.int32(k) + 126) << 23)) * f(2.0)
+    y = p * _bits_f32(np.int32((np.int32(k) + 126) << 23)) * f(2.0)
     y = f(0.0) if x < f(-87.0) else y
     y = f(np.inf) if x > f(88.72) else y
     return x if x != x else y
