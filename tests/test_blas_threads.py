@@ -19,6 +19,7 @@ pytest.importorskip("threadpoolctl")
 def _products(rng, dtype):
     shapes = [((600, 300), (300, 200)),  # rows
               ((40, 512), (512, 1200)),  # columns (few rows)
+              ((24, 3000), (3000, 16)),  # the contraction (few rows and columns)
               ((3, 300, 200), (3, 200, 160)),  # a batch of split products
               ((64, 40, 32), (64, 32, 48))]  # a batch of small ones, shared out whole
     for sa, sb in shapes:

@@ -74,11 +74,16 @@ def _blas_threads() -> bool:
 SPLIT_MACS = 1 << 23
 #: the fewest rows / columns a chunk of a split product has (smaller chunks lose BLAS speed:
 #: measured on one thread, 64-row chunks of a 1024^3 product cost 30 % more, 128-row 20 %)
-CHUNK_ROWS, CHUNK_COLS = 128, 256
+CHUNK_ROWS, CHUNK_COLS, CHUNK_DEPTH = 128, 256, 1024
 
 
 def _row_chunks(lo, hi, a, b, out):
     np.matmul(a[lo:hi], b, out=out[lo:hi])
+
+
+def _depth_chunks(lo, hi, a, b, parts, step):
+    for c in range(lo, hi):
+        np.matmul(a[:, c * step:(c + 1) * step], b[c * step:(c + 1) * step], out=parts[c])
 
 
 def _col_chunks(lo, hi, a, b, out):
@@ -93,7 +98,8 @@ def blas_matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
     256^3 float32 product took 14-48 ms with OpenBLAS's 2 threads against 0.5 ms with one,
     and they compete with braze's kernel threads. So by default (`BRAZE_BLAS_THREADS=0`)
     braze limits BLAS to one thread (threadpoolctl) and splits a large product into chunks of
-    rows (or of columns, for few rows) that its own pool's threads share (threads.py: the
+    rows (or of columns, for few rows; or partial products over the contraction, for few of
+    both) that its own pool's threads share (threads.py: the
     caller never waits for a thread that is not running). The chunking depends on the shape
     and the thread count only, never on timing, so a product's rounding is the same every
     call. `BRAZE_BLAS_THREADS=n > 0` leaves BLAS n threads and does not split; nor does
@@ -109,6 +115,13 @@ def blas_matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
         POOL.run_chunks(_row_chunks, m, (a, b, out), max(CHUNK_ROWS, -(-m // (2 * nt))))
     elif n >= 2 * CHUNK_COLS:
         POOL.run_chunks(_col_chunks, n, (a, b, out), max(CHUNK_COLS, -(-n // (2 * nt))))
+    elif k >= 2 * CHUNK_DEPTH:
+        # few rows and columns, a long contraction (a convolution's weight gradient): partial
+        # products over slices of k, added in order
+        step = max(CHUNK_DEPTH, -(-k // (2 * nt)))
+        parts = np.empty((-(-k // step), m, n), out.dtype)
+        POOL.run_chunks(_depth_chunks, len(parts), (a, b, parts, step), 1)
+        np.sum(parts, axis=0, out=out)
     else:
         np.matmul(a, b, out=out)
     return out
