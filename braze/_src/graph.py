@@ -9,6 +9,14 @@ def toposort(roots):
     The visited set holds the arrays themselves (their hash is the identity's, and a set
     compares identity before `__eq__`), which saves an `id()` call per edge.
     """
+    if len(roots) == 1:  # one node on evaluated inputs (a compiled call): no walk
+        r = roots[0]
+        if r._data is None:
+            for c in r._inputs:
+                if c._data is None:
+                    break
+            else:
+                return [r]
     order = []
     visited = set()
     add = visited.add

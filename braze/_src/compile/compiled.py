@@ -10,6 +10,7 @@
   may be donated: an input is donatable when nothing but this node references the array object
   and nothing but that array references its buffer (checked with `sys.getrefcount` and the
   arrays' consumer counts `_nc`), it owns its buffer, and no transform is keeping the graph.
+  A region of one element donates nothing: allocating it costs less than the checks.
 - vjp / jvp / vmap expand the region back into its primitives (`expand`) and let the ordinary
   transform drivers apply their rules (MLX raises here; braze can transform a fused graph,
   e.g. `grad` of a replayed compiled function built outside any trace).
@@ -154,13 +155,14 @@ class Compiled(Primitive):
         """Evaluate the unevaluated node `node` (one of this primitive's outputs), donating
         the input buffers nothing else references."""
         ins = node._inputs
-        donatable = None
-        if ins and not (node._tracer and TraceState.depth):
-            donatable = self._donatable(node, ins)
-        xs = [x._data for x in ins]
         # a row region's outputs may be per-row: the backend wants the region's full shape
         shape = (node._shape if not self.ir.reduce_ndim
                  else self.output_shape([x._shape for x in ins]))
+        donatable = None
+        # a single element is cheaper to allocate than to prove donatable (~10 us a call)
+        if ins and max(shape, default=0) > 1 and not (node._tracer and TraceState.depth):
+            donatable = self._donatable(node, ins)
+        xs = [x._data for x in ins]
         notice.evaluating(self.origin)
         outs = backend().run_compiled(self.ir, xs, shape, donatable)
         if donatable:

@@ -22,6 +22,8 @@ from ..prims.shape import (
     DynamicSlice,
     DynamicSliceUpdate,
     RelativeSlice,
+    Reshape,
+    Slice,
     SliceUpdate,
     Squeeze,
 )
@@ -166,12 +168,69 @@ def _relative_slices(ndim, idx):
     return tuple(out)
 
 
+def _plain_bound(v) -> bool:
+    return v is None or (type(v) is int and -2**31 <= v < 2**31)
+
+
+def _basic_index(shape, idx):
+    """(starts, stops, strides, output shape) of an index of in-bounds Python ints, slices
+    with Python int bounds and at most one ellipsis (nearly every index a model writes), or
+    None for any other index (`_parse` takes it, and raises what is wrong)."""
+    items = idx if type(idx) is tuple else (idx,)
+    n_ell = 0
+    for x in items:
+        t = type(x)
+        if t is _builtin_slice:
+            if not (_plain_bound(x.start) and _plain_bound(x.stop) and _plain_bound(x.step)) \
+                    or x.step == 0:
+                return None
+        elif x is Ellipsis:
+            n_ell += 1
+        elif t is not int:
+            return None
+    nd = len(shape)
+    if n_ell > 1 or len(items) - n_ell > nd:
+        return None
+    starts, stops, strides, out = [], [], [], []
+    ax = 0
+    for x in items + (Ellipsis,) * (1 - n_ell):  # the axes after the index: a trailing `...`
+        if x is Ellipsis:
+            for _ in range(nd - (len(items) - n_ell)):
+                n = shape[ax]
+                starts.append(0)
+                stops.append(n)
+                strides.append(1)
+                out.append(n)
+                ax += 1
+            n_ell = 2  # a second (implied) ellipsis adds no more axes
+            continue
+        n = shape[ax]
+        if type(x) is int:
+            if not -n <= x < n:
+                return None
+            x %= n
+            starts.append(x)
+            stops.append(x + 1)
+            strides.append(1)
+        else:
+            a, b, c = x.indices(n)
+            starts.append(a)
+            stops.append(b)
+            strides.append(c)
+            out.append(len(range(a, b, c)))
+        ax += 1
+    return starts, stops, strides, tuple(out)
+
+
 def _getitem(self, idx):
     rel = _relative_slices(self.ndim, idx) if CompileTraces.dynamic else None
     if rel is not None:
         if all(t == (None, None, None) for t in rel):
             return self
         return bind(RelativeSlice(rel), (self,))
+    basic = _basic_index(self._shape, idx)
+    if basic is not None:
+        return _basic_getitem(self, *basic)
     entries = _parse(self._shape, idx, "getitem")
     nd = self.ndim
     starts, stops, strides = [0] * nd, list(self._shape), [1] * nd
@@ -231,6 +290,14 @@ def _getitem(self, idx):
             block_done = True
     out_shape += list(g._shape[gi:])
     return reshape(g, tuple(out_shape))
+
+
+def _basic_getitem(x, starts, stops, strides, out_shape):
+    """One Slice (none when it takes everything) and one Reshape (none when no int drops an
+    axis), as the general path builds them."""
+    if list(x._shape) != stops or any(starts) or any(st != 1 for st in strides):
+        x = bind(Slice(tuple(starts), tuple(stops), tuple(strides)), (x,))
+    return x if x._shape == out_shape else bind(Reshape(out_shape), (x,))
 
 
 # -- scatter arguments (MLX's rules for setitem and .at[]) ------------------------------------

@@ -16,7 +16,7 @@ from .. import dtypes as D
 from ..array import array
 from ..prims.base import bind
 from ..prims.linalg import AddMM, BlockMaskedMM, Einsum, Matmul, SegmentedMM
-from ..prims.shape import BroadcastAxes, ExpandDims, Reshape, Squeeze
+from ..prims.shape import BroadcastAxes, ExpandDims, Flatten, Reshape, Squeeze, Unflatten
 from ..prims.unary import STOP_GRADIENT
 from ..scheduler import CompileTraces
 from ._helpers import (
@@ -101,11 +101,28 @@ def matmul(a: ArrayLike, b: ArrayLike, *, stream: StreamOrDevice = None) -> arra
 
 def _matmul(a, b, op: str) -> array:
     a, b = _arr(a, op), _arr(b, op)
-    dt = D.promote(a.dtype, b.dtype)
-    _check_inexact([a.dtype, b.dtype], dt, op)
+    dt = D.promote(a._dtype, b._dtype)
+    if dt.kind not in "fc":
+        _check_inexact([a.dtype, b.dtype], dt, op)
     a, b = astype(a, dt), astype(b, dt)
+    if a.ndim > 2 and b.ndim <= 2 and not CompileTraces.dynamic:
+        return _rows_product(a, b, op)
     a2, b2, squeeze = _matmul_operands(a, b, op)
     return _squeeze(bind_allocating(Matmul(), (a2, b2), op), squeeze)
+
+
+def _rows_product(a, b, op):
+    """MLX's batching of a product by a matrix (or vector) b: a's leading axes fold into rows
+    of one 2-D product (one BLAS call, no broadcast copies of b), unflattened after. Not in a
+    shapeless trace: the unflatten keeps the traced sizes (MLX's rule too)."""
+    b2 = bind(ExpandDims((1,)), (b,)) if b.ndim == 1 else b
+    if a._shape[-1] != b2._shape[0]:
+        raise ValueError(
+            f"[{op}] Last dimension of first input with shape {a.shape} must match second to "
+            f"last dimension of second input with shape {b.shape}.")
+    rows = bind(Flatten(0, a.ndim - 2), (a,))
+    out = bind(Unflatten(0, a._shape[:-1]), (bind_allocating(Matmul(), (rows, b2), op),))
+    return _squeeze(out, (out.ndim - 1,) if b.ndim == 1 else ())
 
 
 def addmm(c: ArrayLike, a: ArrayLike, b: ArrayLike, alpha: float = 1.0, beta: float = 1.0, *,
@@ -119,6 +136,9 @@ def addmm(c: ArrayLike, a: ArrayLike, b: ArrayLike, alpha: float = 1.0, beta: fl
     dt = D.promote_types(c.dtype, a.dtype, b.dtype)
     _check_inexact([c.dtype, a.dtype, b.dtype], dt, "addmm")
     c, a, b = astype(c, dt), astype(a, dt), astype(b, dt)
+    mm = AddMM(float(alpha), float(beta))
+    if a.ndim > 2 and b.ndim == 2 and c.ndim <= 1 and not CompileTraces.dynamic:
+        return _rows_addmm(mm, c, a, b)
     a2, b2, squeeze = _matmul_operands(a, b, "addmm")
     out2 = a2.shape[:-1] + (b2.shape[-1],)
     final = tuple(s for i, s in enumerate(out2) if i not in squeeze)
@@ -134,8 +154,24 @@ def addmm(c: ArrayLike, a: ArrayLike, b: ArrayLike, alpha: float = 1.0, beta: fl
     # to the trace-time shape, which MLX bakes too
     c2 = c if c.shape == final else broadcast_to_shape(c, final)
     c2 = bind(ExpandDims(squeeze), (c2,)) if squeeze else c2
-    mm = AddMM(float(alpha), float(beta))
     return _squeeze(bind_allocating(mm, (c2, a2, b2), "addmm"), squeeze)
+
+
+def _rows_addmm(mm, c, a, b):
+    """addmm of a batch `a` by a matrix `b` with a bias-like `c` (at most 1-D) as one 2-D
+    product over a's rows, as MLX batches it (see `_rows_product`)."""
+    if a._shape[-1] != b._shape[0]:
+        raise ValueError(
+            f"[addmm] Last dimension of first input with shape {a.shape} must match second to "
+            f"last dimension of second input with shape {b.shape}.")
+    n = b._shape[1]
+    if c.ndim == 1 and c._shape[0] not in (1, n):
+        raise ValueError(f"[addmm] Input c with shape {c.shape} must broadcast to the output "
+                         f"shape {a._shape[:-1] + (n,)}.")
+    rows = bind(Flatten(0, a.ndim - 2), (a,))
+    c2 = broadcast_to_shape(c, (rows._shape[0], n))
+    out = bind_allocating(mm, (c2, rows, b), "addmm")
+    return bind(Unflatten(0, a._shape[:-1]), (out,))
 
 
 # -- block_masked_mm / segmented_mm -----------------------------------------------------------

@@ -52,11 +52,19 @@ __all__ = [
 
 
 def _is_int(v) -> bool:
+    if type(v) is int:  # the common case first: every op's axes and sizes come through here
+        return True
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _int_tuple(seq, op: str, what: str) -> tuple:
     """An int or a sequence of ints -> tuple of Python ints; TypeError naming the value."""
+    if type(seq) is tuple:
+        for s in seq:
+            if type(s) is not int:
+                break
+        else:  # already a tuple of Python ints
+            return seq
     if _is_int(seq):
         return (int(seq),)
     if isinstance(seq, (list, tuple)) and all(_is_int(s) for s in seq):

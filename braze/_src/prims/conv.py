@@ -41,10 +41,9 @@ from dataclasses import replace
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .. import dtypes as D
 from .base import Primitive, bind, lazy_dataclass, ops
 from .linalg import _blas_threads, blas_matmul
-
-_HALF = ("float16", "bfloat16")
 
 
 def conv_out_shape(x_shape, w_shape, stride, lo, hi, kdil, idil, groups, op="conv"):
@@ -298,7 +297,7 @@ def _in_float(xs, fn):
     """Run fn on the arrays in float32 when they are half floats, rounding the result once."""
     _blas_threads()  # the kernels are matrix products: same BLAS thread knob as matmul
     dt = xs[0].dtype
-    if dt.name in _HALF:
+    if D.is_half(dt):
         xs = [a.astype(np.float32) for a in xs]
     return [np.ascontiguousarray(fn(*xs)).astype(dt, copy=False)]
 

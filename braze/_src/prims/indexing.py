@@ -65,6 +65,16 @@ def _fix_index(idx, n):
     return np.clip(idx, 0, n - 1)
 
 
+def _take_rows(x, idx):
+    """x[idx] with idx clamped into range (negative indices wrap once) and a kept axis 1:
+    in-range indices skip `_fix_index`'s two full passes (one min for the check)."""
+    idx = np.asarray(idx)
+    if idx.dtype.kind != "i" or not x.shape[0] or (idx.size and idx.min() < 0):
+        idx = _fix_index(idx, x.shape[0])
+    out = np.take(x, idx, axis=0, mode="clip")
+    return out.reshape(idx.shape + (1,) + x.shape[1:])
+
+
 def _nd_index(x_shape, idx, axes, slice_sizes):
     """Open-mesh NumPy index: x[result] has shape idx_shape + slice_sizes."""
     idx = np.broadcast_arrays(*idx) if idx else []
@@ -105,6 +115,9 @@ class Gather(Primitive):
 
     def eval_cpu(self, x, *indices):
         axes, nd = self.axes, x.ndim
+        if len(axes) == 1 and axes[0] == 0 and self.slice_sizes[1:] == x.shape[1:] \
+                and self.slice_sizes[0] == 1:  # rows of a table (an embedding)
+            return [_take_rows(x, indices[0])]
         idx = [_fix_index(i, x.shape[a]) for i, a in zip(indices, axes)]
         if all(self.slice_sizes[d] == 1 for d in axes) and all(
                 self.slice_sizes[d] == x.shape[d] for d in range(nd) if d not in axes):

@@ -155,7 +155,7 @@ def _matmul(a, b):
 
 def _compute(x):
     """Half floats are multiplied in float32."""
-    return x.astype(np.float32) if x.dtype.name in _HALF else x
+    return x.astype(np.float32) if D.is_half(x.dtype) else x
 
 
 def _swap(x):

@@ -17,13 +17,12 @@ import numpy as np
 from .. import dtypes as D
 from .base import Primitive, broadcast_shapes, lazy_dataclass, ops
 
-_HALF = ("float16", "bfloat16")
 BITS = (1, 2, 3, 4, 5, 6, 8)
 GROUP_SIZES = (32, 64, 128)
 
 
 def _compute(x):
-    return x.astype(np.float32) if x.dtype.name in _HALF else x
+    return x.astype(np.float32) if D.is_half(x.dtype) else x
 
 
 def _prod(shape):

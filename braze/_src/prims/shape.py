@@ -29,24 +29,28 @@ def _pshape(shape) -> str:
 def resolve_shape(size: int, shape: tuple, op: str, full_shape=None) -> tuple:
     """`shape` with its one -1 entry inferred from `size`; ValueError naming `op` if the
     request is malformed or does not hold `size` elements."""
-    shown = _pshape(full_shape if full_shape is not None else shape)
-    infer = [i for i, s in enumerate(shape) if s == -1]
-    if len(infer) > 1:
-        raise ValueError(f"[{op}] Reshape can only infer one dimension, got shape {shown}.")
-    if any(s < -1 for s in shape):
-        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
-    if infer:
+    def shown():
+        return _pshape(full_shape if full_shape is not None else shape)
+
+    n_infer = shape.count(-1)
+    if n_infer > 1:
+        raise ValueError(f"[{op}] Reshape can only infer one dimension, got shape {shown()}.")
+    if min(shape, default=0) < -1:
+        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown()}.")
+    if n_infer:
         rest = _prod(s for s in shape if s != -1)
         if rest == 0:
             if size == 0:
                 raise ValueError(f"[{op}] Cannot infer the shape of an empty array "
-                                 f"for shape {shown}.")
-            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+                                 f"for shape {shown()}.")
+            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape "
+                             f"{shown()}.")
         if size % rest:
-            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
-        shape = tuple(size // rest if s == -1 else s for s in shape)
+            raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape "
+                             f"{shown()}.")
+        shape = tuple([size // rest if s == -1 else s for s in shape])
     if _prod(shape) != size:
-        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown}.")
+        raise ValueError(f"[{op}] Cannot reshape array of size {size} into shape {shown()}.")
     return shape
 
 

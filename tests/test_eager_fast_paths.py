@@ -1,0 +1,105 @@
+"""The eager hot paths of decode-style programs give what the general paths give.
+
+- basic indices (ints, slices, one ellipsis) skip `_parse` (`_basic_index`);
+- a product of a batch by a matrix folds the batch into rows of one 2-D product, as MLX's
+  matmul and addmm do;
+- a Gather of table rows (an embedding) skips the general index arithmetic.
+"""
+import numpy as np
+import pytest
+
+import braze.core as mx
+from braze._src.ops.indexing import _basic_index
+from braze._src.prims.linalg import AddMM, Matmul
+from braze._src.prims.shape import Unflatten
+
+BASIC = [
+    0, -1, 3, slice(None), slice(1, None), slice(None, None, -1), slice(-3, -1),
+    slice(10, -10, -2), slice(-100, 100), slice(5, 2), (Ellipsis, 0), (Ellipsis, slice(1, 3)),
+    (1, Ellipsis, -1), (slice(None), 2, Ellipsis), (0, 1, 2), (-1, slice(None, None, 2), 0),
+    (), Ellipsis, (Ellipsis,), (slice(None), slice(None), slice(None, 1)),
+]
+
+
+@pytest.mark.parametrize("idx", BASIC, ids=repr)
+def test_basic_index_matches_numpy(idx):
+    a = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    assert _basic_index(a.shape, idx) is not None
+    got = mx.array(a)[idx]
+    np.testing.assert_array_equal(np.array(got), a[idx])
+    assert got.shape == a[idx].shape
+
+
+@pytest.mark.parametrize("idx", [np.int32(1), (None, 0), (True,), (mx.array([1]),), [0, 1],
+                                 (0, 0, 0, 0), (Ellipsis, Ellipsis), 7, slice(0, 2**40)],
+                         ids=repr)
+def test_other_indices_take_the_general_path(idx):
+    assert _basic_index((4, 5, 6), idx) is None
+
+
+def test_basic_index_errors_are_the_general_paths():
+    a = mx.zeros((4, 5))
+    with pytest.raises(IndexError, match="out of bounds"):
+        a[4]
+    with pytest.raises(ValueError, match="step cannot be zero"):
+        a[::0]
+    with pytest.raises(IndexError, match="Too many indices"):
+        a[0, 0, 0]
+
+
+@pytest.mark.parametrize("b_shape", [(8, 5), (8,)])
+def test_batch_by_matrix_is_one_2d_product(b_shape):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    y = mx.array(a) @ mx.array(b)
+    node = y if len(b_shape) == 2 else y._inputs[0]  # a vector's product is squeezed after
+    assert isinstance(node._prim, Unflatten)
+    mm = node._inputs[0]
+    assert isinstance(mm._prim, Matmul) and mm._inputs[0].shape == (6, 8)
+    np.testing.assert_allclose(np.array(y), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_addmm_is_one_2d_product_with_gradients():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))
+    c = rng.standard_normal((5,))
+    y = mx.addmm(mx.array(c), mx.array(a), mx.array(b), alpha=0.5, beta=2.0)
+    assert isinstance(y._prim, Unflatten) and isinstance(y._inputs[0]._prim, AddMM)
+    np.testing.assert_allclose(np.array(y), 0.5 * (a @ b) + 2.0 * c, rtol=1e-5, atol=1e-5)
+
+    def loss(c, a, b):
+        return (mx.addmm(c, a, b, alpha=0.5, beta=2.0) ** 2).sum()
+
+    args = [mx.array(v.astype(np.float32)) for v in (c, a, b)]
+    grads = mx.grad(loss, argnums=(0, 1, 2))(*args)
+    g = 2 * (0.5 * (a @ b) + 2.0 * c)  # d loss / d y
+    want = [2.0 * g.sum(axis=(0, 1)), 0.5 * g @ b.T, 0.5 * np.einsum("bti,btj->ij", a, g)]
+    for got, w in zip(grads, want):
+        np.testing.assert_allclose(np.array(got), w, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_addmm_rejects_a_bias_of_the_wrong_size():
+    with pytest.raises(ValueError, match=r"\[addmm\] Input c with shape \(3,\)"):
+        mx.addmm(mx.zeros((3,)), mx.zeros((2, 3, 4)), mx.zeros((4, 5)))
+
+
+def test_shapeless_trace_keeps_the_broadcast_product():
+    f = mx.compile(lambda a, b: a @ b, shapeless=True)
+    b = mx.ones((4, 2))
+    for n in (3, 5):
+        a = mx.ones((n, 2, 4))
+        np.testing.assert_array_equal(np.array(f(a, b)), np.full((n, 2, 2), 4.0))
+
+
+@pytest.mark.parametrize("idx", [[0, 3, 9], [-1, -10, 2], [[1, 2], [3, 4]]])
+def test_table_rows_match_numpy(idx):
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    got = mx.array(table)[mx.array(np.array(idx, np.int32))]
+    np.testing.assert_array_equal(np.array(got), table[np.array(idx)])
+
+
+def test_table_rows_of_unsigned_indices():
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    got = mx.take(mx.array(table), mx.array(np.array([9, 0], np.uint32)), axis=0)
+    np.testing.assert_array_equal(np.array(got), table[[9, 0]])
