@@ -282,6 +282,41 @@ def test_kernels_module_present():
     assert PF._kernels() is not None
 
 
+def _kernel_dtype(sig):
+    """The float type a kernel specialisation computes in (its first float argument)."""
+    from numba.core import types
+    for t in sig:
+        t = getattr(t, "dtype", t)
+        if isinstance(t, types.Float):
+            return str(t)
+    return None
+
+
+def test_one_kernel_build_per_dtype():
+    """The call sites normalise their arguments (flags as ints, every mask one float array
+    with strides, arrays C-contiguous and writable), so Numba builds each kernel once per
+    float dtype whatever the masks, flags and layouts (each build costs seconds cold)."""
+    from numba.core.registry import CPUDispatcher
+    K = PF._kernels()
+    for dt in DTYPES + ("float64",):
+        for name in ("plain", "gqa4_causal", "bool_2d", "bool_full", "bool_heads", "add_batch",
+                     "sinks", "sinks_mask"):
+            mx.eval(_sdpa_call(mx, name, dt))
+        args = [_bx(a, dt) for a in _norm_args((3, 8), dt)]
+        for fn, _, _ in NORMS.values():
+            mx.eval(fn(mx, *args), mx.grad(lambda *a: fn(mx, *a).sum(), argnums=(0, 1, 2))(*args))
+        for name in ("full", "traditional", "partial", "batch_offsets"):
+            mx.eval(_rope_call(name, mx, _bx(_rope_x(ROPES[name][0]), dt)))
+    q, k, v, mask = (mx.array(a) for a in _sdpa_inputs("bool_2d")[:4])
+    full = mx.broadcast_to(mask, q.shape[:3] + k.shape[2:3])  # a strided bool buffer
+    mx.eval(mx.fast.scaled_dot_product_attention(q, k, v, scale=0.5, mask=full[..., ::-1, :]))
+    for name in dir(K):
+        kernel = getattr(K, name)
+        if isinstance(kernel, CPUDispatcher):
+            dts = [_kernel_dtype(sig) for sig in kernel.signatures]
+            assert len(dts) == len(set(dts)), (name, kernel.signatures)
+
+
 # -- rope --------------------------------------------------------------------------------------
 def _rope_x(shape, seed=0):
     return (_rng(seed).standard_normal(shape) * 2).astype(np.float32)

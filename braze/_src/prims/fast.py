@@ -78,12 +78,20 @@ def _native_types(x_dt, out_dt) -> bool:
     return (ok(x_dt) and ok(out_dt)) or (x_dt == _F64 and out_dt == _F64)
 
 
+def _c(a, ct):
+    """`a` as an aligned, writable, C-contiguous array of `ct`: the one array type a kernel is
+    built for (Numba builds a new specialisation for a read-only, unaligned or strided array)."""
+    a = np.ascontiguousarray(a, dtype=ct)
+    f = a.flags
+    return a if f.writeable and f.aligned else a.copy()
+
+
 def _rows(x, ct):
-    return np.ascontiguousarray(x.reshape(-1, x.shape[-1]) if x.ndim else x, dtype=ct)
+    return _c(x.reshape(-1, x.shape[-1]), ct)
 
 
 def _vec(p, ct, d):
-    return np.ascontiguousarray(p, dtype=ct) if p is not None else np.zeros(d, ct)
+    return _c(p, ct) if p is not None else np.zeros(d, ct)
 
 
 def _np_dt(a) -> D.Dtype:
@@ -157,7 +165,7 @@ def _norm_eval(x, w, b, eps, out_dt, rms):
     wv, bv = _vec(w, ct, d), _vec(b, ct, d)
     e = ct.type(eps)
     if rms:
-        _run(K.rms_fwd, n, (xr, wv, out, e, w is not None, _mode(out_dt)), d)
+        _run(K.rms_fwd, n, (xr, wv, out, e, int(w is not None), _mode(out_dt)), d)
     else:
         wv = wv if w is not None else np.ones(d, ct)
         _run(K.ln_fwd, n, (xr, wv, bv, out, e, _mode(out_dt)), d)
@@ -200,10 +208,12 @@ def _norm_bwd_eval(x, w, g, eps, rms):
     dwp = np.empty((nb, d), ct)
     e = ct.type(eps)
     if rms:
-        _run(K.rms_bwd, nb, (xr, wv, gr, dx, dwp, e, w is not None, _BLOCK), _BLOCK * d)
+        _run(K.rms_bwd, nb, (xr, wv, gr, dx, dwp, e, int(w is not None), _BLOCK),
+             _BLOCK * d)
         return dx.reshape(x.shape), dwp.sum(axis=0), None
     dbp = np.empty((nb, d), ct)
-    _run(K.ln_bwd, nb, (xr, wv, gr, dx, dwp, dbp, e, w is not None, _BLOCK), _BLOCK * d)
+    _run(K.ln_bwd, nb, (xr, wv, gr, dx, dwp, dbp, e, int(w is not None), _BLOCK),
+         _BLOCK * d)
     return dx.reshape(x.shape), dwp.sum(axis=0), dbp.sum(axis=0)
 
 
@@ -463,11 +473,11 @@ class Rope(Primitive):
         if K is None or not _native_types(x.dtype, x.dtype):
             return [self._numpy(x4, cos, sin).reshape(x.shape)]
         ct = _ct(x.dtype)
-        xc = np.ascontiguousarray(x4, dtype=ct)
+        xc = _c(x4, ct)
         out = np.empty(xc.shape, ct)
         B, H, T, Dm = xc.shape
-        _run(K.rope, B * H, (xc, np.ascontiguousarray(cos, ct), np.ascontiguousarray(sin, ct),
-                             out, self.dims, self.traditional, _mode(x.dtype)), T * Dm)
+        _run(K.rope, B * H, (xc, _c(cos, ct), _c(sin, ct), out, int(self.dims),
+                             int(self.traditional), _mode(x.dtype)), T * Dm)
         return [out.reshape(x.shape).astype(x.dtype, copy=False)]
 
     def _numpy(self, x, cos, sin):
@@ -561,6 +571,40 @@ def sdpa_graph(q, k, v, scale, causal, mask, sinks):
 _ROWS = 16  # query rows per attention task (each key/value row is loaded once per block)
 
 
+def _sdpa_mask(mask, tk, ct):
+    """A mask as the kernels take it: its distinct rows of `tk` values in `ct` (bool as 0 / 1),
+    flat, the element strides of those rows along the scores' (B, Nq, Tq) (0 on broadcast
+    axes), and its kind (0 none, 1 bool, 2 additive). One array type for every mask and dtype:
+    one kernel build; rows contiguous: the kernels' loops over keys vectorize."""
+    if mask is None:
+        return np.zeros(1, ct), np.zeros(3, np.int64), 0
+    m = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
+    bc = [n == 1 or st == 0 for n, st in zip(m.shape[:3], m.strides[:3])]
+    m = m[tuple(slice(0, 1) if b else slice(None) for b in bc)]
+    m = _c(np.broadcast_to(m, m.shape[:3] + (tk,)), ct)
+    strides = [0 if b else st // m.itemsize for b, st in zip(bc, m.strides[:3])]
+    return m.reshape(-1), np.array(strides, np.int64), 1 if mask.dtype == np.bool_ else 2
+
+
+def _sdpa_operands(prim, qs, k, v, mask, sinks, dt):
+    """The arguments the attention kernels start with (`dt` the inputs' dtype), arrays as 2-D
+    row views in the compute dtype (q pre-scaled): (q, k, v, mask values, mask strides, sinks,
+    Tq, Tk, Nkv, rep, causal, mask kind, has sinks, fmin, mode, rows per task); and the task
+    count and the elements per task."""
+    ct = qs.dtype
+    B, N, Tq, Dk = qs.shape
+    nkv, Tk, Dv = k.shape[1], k.shape[2], v.shape[3]
+    rep = N // nkv
+    mv, ms, kind = _sdpa_mask(mask, Tk, ct)
+    sk = _c(sinks, ct) if sinks is not None else np.zeros(1, ct)
+    fmin = ct.type(D.finfo(D.from_numpy(dt)).min)
+    args = (_c(qs, ct).reshape(B * N * Tq, Dk), _c(k, ct).reshape(B * nkv * Tk, Dk),
+            _c(v, ct).reshape(B * nkv * Tk, Dv), mv, ms, sk, Tq, Tk, nkv, rep,
+            int(prim.causal), kind, int(sinks is not None), fmin, _mode(dt), _ROWS)
+    ntask = B * nkv * -(-rep * Tq // _ROWS)
+    return args, ntask, min(_ROWS, rep * Tq) * Tk * (Dk + Dv)
+
+
 @dataclass(frozen=True)
 class ScaledDotProductAttention(Primitive):
     """mx.fast.scaled_dot_product_attention: inputs (q, k, v, [mask], [sinks]) of one float
@@ -596,26 +640,9 @@ class ScaledDotProductAttention(Primitive):
         K = _kernels()
         if K is None or not _native_types(dt, dt):
             return [self._numpy(qs, k, v, mask, sinks, dt)]
-        B, N, Tq, _ = q.shape
-        kc, vc = np.ascontiguousarray(k, dtype=ct), np.ascontiguousarray(v, dtype=ct)
-        if mask is None:
-            mk, kind = np.zeros((1, 1, 1, 1), np.bool_), 0
-        else:
-            kind = 1 if mask.dtype == np.bool_ else 2
-            mk = np.broadcast_to(mask if kind == 1 else mask.astype(ct),
-                                 (B, N, Tq, k.shape[2]))
-        sk = np.ascontiguousarray(sinks, dtype=ct) if sinks is not None else np.zeros(1, ct)
         out = np.empty(shape, ct)
-        nkv, Tk = k.shape[1], k.shape[2]
-        nblk = -(-(N // nkv) * Tq // _ROWS)
-        fmin = ct.type(D.finfo(D.from_numpy(dt)).min)
-        rep = N // nkv
-        _run(K.sdpa, B * nkv * nblk,
-             (np.ascontiguousarray(qs).reshape(B * N * Tq, q.shape[3]),
-              kc.reshape(B * nkv * Tk, k.shape[3]), vc.reshape(B * nkv * Tk, v.shape[3]), mk, sk,
-              out.reshape(B * N * Tq, v.shape[3]), Tq, Tk, nkv,
-              rep, self.causal, kind, sinks is not None, fmin, _mode(dt), _ROWS),
-             min(_ROWS, rep * Tq) * Tk * (q.shape[3] + v.shape[3]))
+        args, ntask, unit = _sdpa_operands(self, qs, k, v, mask, sinks, dt)
+        _run(K.sdpa, ntask, args + (out.reshape(-1, shape[3]),), unit)
         return [out.astype(dt, copy=False)]
 
     def _numpy(self, qs, k, v, mask, sinks, dt):

@@ -2,7 +2,10 @@
 
 Every kernel takes an index range `[start, stop)` first (rows, or (batch, head) pairs), is
 compiled `nogil=True` and cached on disk, so `prims.fast` can hand it to braze's thread pool
-(`threads.POOL`), which cuts the range into chunks.
+(`threads.POOL`), which cuts the range into chunks. Each kernel is built once per float
+dtype (a build costs seconds with an empty cache): the call sites pass flags and modes as
+ints, arrays C-contiguous and writable, and masks as one flat float array (prims/fast.py's
+`_c`, `_sdpa_mask`), so no argument type or layout specialises a kernel further.
 Arrays are float32 (float16/bfloat16 inputs are widened before the call) or float64; `mode`
 says which half type a value stands for, and `rnd(v, mode)` rounds a float32 to it (round to
 nearest even, exactly as NumPy/ml_dtypes convert), so the kernels round where the composite
@@ -25,19 +28,14 @@ from numba.extending import intrinsic, overload
 _OPTS = dict(error_model="numpy", nogil=True, boundscheck=False, fastmath={"reassoc"})
 
 
-def _jit(py_func):
-    """njit, cached on disk (a missing cache location makes Numba refuse cache=True)."""
-    try:
-        return njit(cache=True, **_OPTS)(py_func)
-    except Exception:  # pragma: no cover - no writable cache location
-        return njit(**_OPTS)(py_func)
-
-
-def _inline(py_func):
-    opts = dict(_OPTS, inline="always")
+def _jit(py_func, **opts):
+    """njit, cached on disk (a missing cache location makes Numba refuse cache=True). The
+    helpers too: LLVM inlines them into the kernels' loops, where inlining them in Numba's IR
+    (`inline="always"`) made every kernel's build slower (rope's 1.2 s -> 0.3 s)."""
+    opts = dict(_OPTS, **opts)
     try:
         return njit(cache=True, **opts)(py_func)
-    except Exception:  # pragma: no cover
+    except Exception:  # pragma: no cover - no writable cache location
         return njit(**opts)(py_func)
 
 
@@ -55,7 +53,7 @@ def _bits_f32(typingctx, i):
     return types.float32(types.int32), codegen
 
 
-@_inline
+@_jit
 def rnd(v, mode):
     """v (float32) rounded to float16 (mode 1) or bfloat16 (mode 2); mode 0: v itself."""
     if mode == 0:
@@ -103,7 +101,7 @@ def rms_fwd(start, stop, x, w, out, eps, has_w, mode):
                 out[r, j] = rnd(x[r, j] * inv, mode)
 
 
-@_inline
+@_jit
 def _mean_rstd(x, r, eps):
     """Mean and 1 / sqrt(variance + eps) of row r of x (the variance of the centred row)."""
     d = x.shape[1]
@@ -248,7 +246,7 @@ def _fexp(x):
     return lambda x: math.exp(x)
 
 
-@_inline
+@_jit
 def _row_max(s, rr, n):
     """max of s[rr, :n], NaN if any is NaN (-inf for n == 0); four independent lanes."""
     m0 = m1 = m2 = m3 = s.dtype.type(-np.inf)
@@ -272,26 +270,21 @@ def _row_max(s, rr, n):
     return s.dtype.type(np.nan) if bad else m
 
 
-_SDPA_OPTS = dict(_OPTS, fastmath={"reassoc", "nsz", "contract"})
-
-
 def _jit_sdpa(py_func):
-    try:
-        return njit(cache=True, **_SDPA_OPTS)(py_func)
-    except Exception:  # pragma: no cover
-        return njit(**_SDPA_OPTS)(py_func)
+    return _jit(py_func, fastmath={"reassoc", "nsz", "contract"})
 
 
 @_jit_sdpa
-def sdpa(start, stop, q, k, v, mask, sinks, out, tq, tk, nkv, rep, causal, mask_kind,
-         has_sinks, fmin, mode, rb):
+def sdpa(start, stop, q, k, v, mask, mstride, sinks, tq, tk, nkv, rep, causal, mask_kind,
+         has_sinks, fmin, mode, rb, out):
     """Attention for tasks [start, stop) over rows of 2-D views: q and out (B * Nq * Tq, D),
     k and v (B * Nkv * Tk, D). A task is a block of at most `rb` query rows of one (batch, kv
     head); those rows are contiguous (the kv head's `rep` query heads one after another,
     query head h = kv_head * rep + r // Tq, row i = r % Tq), so each key and value row is
     loaded once for the whole block and K/V are never repeated. q is pre-scaled. Per query
-    row: the scores (rounded like the graph's matmul), the mask (4-D, broadcast: bool keeps or
-    puts `fmin`, additive adds), the causal limit (lower-right aligned: row i sees keys
+    row: the scores (rounded like the graph's matmul), the mask (flat, row (b, h, i) at
+    `mstride` . (b, h, i): a bool mask, as 0 / 1, keeps or puts `fmin`, additive adds), the
+    causal limit (lower-right aligned: row i sees keys
     j <= i + Tk - Tq), the sink logit, the softmax in float32 (exp(s - max) / sum, each
     probability rounded), then p @ v."""
     dk, dv = q.shape[1], v.shape[1]
@@ -335,13 +328,14 @@ def sdpa(start, stop, q, k, v, mask, sinks, out, tq, tk, nkv, rep, causal, mask_
             if mode != 0:
                 for j in range(lim):
                     s[rr, j] = rnd(s[rr, j], mode)
+            m0 = b * mstride[0] + h * mstride[1] + i * mstride[2]
             if mask_kind == 1:
                 for j in range(lim):
-                    if not mask[b, h, i, j]:
+                    if mask[m0 + j] == 0:
                         s[rr, j] = fmin
             elif mask_kind == 2:
                 for j in range(lim):
-                    s[rr, j] = rnd(s[rr, j] + mask[b, h, i, j], mode)
+                    s[rr, j] = rnd(s[rr, j] + mask[m0 + j], mode)
             m = _row_max(s, rr, lim)
             if lim < tk and fmin > m:
                 m = fmin
