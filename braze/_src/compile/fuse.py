@@ -12,7 +12,8 @@ The rules are those of MLX's `compile_fuse`:
 - A fused node that is a function output becomes an extra kernel output (a sibling of the
   root's output) and counts toward the `MAX_ARRAYS` (24) inputs-plus-outputs budget; when the
   budget is reached the group stops growing.
-- A group of one primitive is not fused.
+- A group of one primitive is not fused, unless NumPy computes it several times slower than a
+  kernel (`numpy_slow`: logaddexp, erf, sigmoid, ...; MLX has no slow fallback to avoid).
 - Scalar constants among the group's inputs (size 1, data, no primitive, not function inputs)
   are baked into the KernelIR exactly.
 
@@ -106,7 +107,7 @@ def fuse(tape: Tape) -> Tape:
         cache = {}
         if arr._prim is not None and not _is_broadcast(arr):
             _grow(arr, cache, uses, output_map, keep)
-        if len(cache) <= 1:
+        if not cache or (len(cache) == 1 and not arr._prim.numpy_slow):
             new_tape.append(arr)
             continue
         inputs, fused = _region_order(arr, cache)

@@ -121,6 +121,9 @@ class Primitive:
     kernel_op = None
     #: a transcendental or libm call (tens of cycles): worth storing rather than recomputing
     costly = False
+    #: its NumPy kernel is several times slower than a generated one (a scalar loop or many
+    #: passes): a compiled function gives it a kernel even with no elementwise neighbour
+    numpy_slow = False
     #: its float16/bfloat16 result is exactly representable (kernels skip the rounding)
     exact = False
     #: its output equals its first input once gradients are traced (Copy, StopGradient):

@@ -132,7 +132,7 @@ DIVIDE = make_elementwise("Divide", np.divide, "same", "divide",
 FLOOR_DIVIDE = make_elementwise("FloorDivide", _floor_divide, "same", "floor_divide",
                                 **_NDB)  # piecewise constant: zero gradient, as MLX
 REMAINDER = make_elementwise("Remainder", _bool_via_u8(np.remainder), "same", "remainder",
-                             d=(lambda t, a, b, o: t,
+                             numpy_slow=True, d=(lambda t, a, b, o: t,
                                 lambda t, a, b, o: -(t * ops.floor_divide(a, b))), **_B)
 POWER = make_elementwise("Power", _power, "same", "power", costly=True,
                          d=(lambda t, a, b, o: t * (b * ops.power(a, b - 1)), _power_db), **_B)
@@ -143,6 +143,7 @@ MINIMUM = make_elementwise("Minimum", np.minimum, "same", "minimum", exact=True,
                            d=(lambda t, a, b, o: t * (a < b), lambda t, a, b, o: t * (a >= b)),
                            **_B)
 LOG_ADD_EXP = make_elementwise("LogAddExp", _logaddexp, "same", "logaddexp", costly=True,
+                               numpy_slow=True,
                                d=(_logaddexp_da, lambda t, a, b, o: _logaddexp_da(t, b, a, o)),
                                **_B)
 ARCTAN2 = make_elementwise("ArcTan2", np.arctan2, "same", "arctan2", costly=True,

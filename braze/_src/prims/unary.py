@@ -228,8 +228,19 @@ def _rsqrt(x):
 
 
 def _sigmoid(x):
-    # exp(-log(1 + exp(-x))): no overflow, full relative accuracy in both tails.
-    return np.exp(-np.logaddexp(np.zeros((), x.dtype), -x))
+    # s = 1 / (1 + e**-|x|), times e**x below 0, as the kernels compute it: full relative
+    # accuracy in both tails. min(e**x, 1) is that factor (e**x overflows to inf, harmlessly,
+    # where it is 1): np.where on a random sign, np.reciprocal, a bool operand and
+    # np.logaddexp's scalar loop each cost several times one of these SIMD passes
+    # (in place: a fresh temporary of a large array costs more in page faults than its pass)
+    d = np.abs(x, out=np.empty(x.shape, x.dtype))
+    np.negative(d, out=d)
+    np.exp(d, out=d)
+    d += 1
+    f = np.exp(x, out=np.empty(x.shape, x.dtype))
+    np.minimum(f, 1, out=f)
+    f /= d
+    return f
 
 
 def _scipy_special():
@@ -304,7 +315,8 @@ ABS = make_elementwise("Abs", np.absolute, "real", "abs", exact=True, vjp=_abs_v
                        **_U)
 NEGATIVE = make_elementwise("Negative", np.negative, "same", "negative", exact=True,
                             d=lambda t, x, y: -t, **_U)
-SIGN = make_elementwise("Sign", _sign, "same", "sign", exact=True, **_ND)  # zero derivative, as MLX
+SIGN = make_elementwise("Sign", _sign, "same", "sign", exact=True, numpy_slow=True,
+                        **_ND)  # zero derivative, as MLX
 SQUARE = make_elementwise("Square", np.square, "same", "square",
                           d=lambda t, x, y: t * (2 * x), **_U)
 SQRT = make_elementwise("Sqrt", np.sqrt, "same", "sqrt", d=lambda t, x, y: t / (2 * y),
@@ -340,12 +352,12 @@ ARCCOSH = make_elementwise("ArcCosh", np.arccosh, "same", "arccosh", costly=True
                            d=lambda t, x, y: t * ops.rsqrt(x * x - 1), **_U)
 ARCTANH = make_elementwise("ArcTanh", np.arctanh, "same", "arctanh", costly=True,
                            d=lambda t, x, y: t / (1 - x * x), **_U)
-ERF = make_elementwise("Erf", _erf, "same", "erf", costly=True,
+ERF = make_elementwise("Erf", _erf, "same", "erf", costly=True, numpy_slow=True,
                        d=lambda t, x, y: t * ((2 / _SQRT_PI) * ops.exp(-(x * x))), **_U)
-ERFINV = make_elementwise("ErfInv", _erfinv, "same", "erfinv", costly=True,
+ERFINV = make_elementwise("ErfInv", _erfinv, "same", "erfinv", costly=True, numpy_slow=True,
                           d=lambda t, x, y: t * ((_SQRT_PI / 2) * ops.exp(y * y)), **_U)
 SIGMOID = make_elementwise("Sigmoid", in_f32(_sigmoid), "same", "sigmoid", costly=True,
-                           d=lambda t, x, y: t * (y * (1 - y)), **_U)
+                           numpy_slow=True, d=lambda t, x, y: t * (y * (1 - y)), **_U)
 FLOOR = make_elementwise("Floor", np.floor, "same", "floor", exact=True, **_ND)
 CEIL = make_elementwise("Ceil", np.ceil, "same", "ceil", exact=True, **_ND)
 TRUNC = make_elementwise("Trunc", np.trunc, "same", "trunc", exact=True, **_ND)

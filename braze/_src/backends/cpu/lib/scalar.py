@@ -172,7 +172,8 @@ def floordiv_i(a, b):
 
 @_jit
 def floordiv_u(a, b):
-    bb = b if b != 0 else b + 1
+    # np.uint64(1), not 1: Numba types uint64 + int64 as float64, which rounds large values
+    bb = b if b != 0 else np.uint64(1)
     q = a // bb
     return q if b != 0 else q - q
 
@@ -189,7 +190,7 @@ def rem_i(a, b):
 
 @_jit
 def rem_u(a, b):
-    bb = b if b != 0 else b + 1
+    bb = b if b != 0 else np.uint64(1)  # (see floordiv_u)
     r = a % bb
     return r if b != 0 else r - r
 
