@@ -7,7 +7,14 @@ a two-input copy). Buffers are allocated and touched once up front, so no page f
 Prints ns/element, the fraction of copy speed, and whether the mathlib loop vectorized (vector
 types in its LLVM IR, widest float vector seen).
 
+With --fused: what a user sees, side by side in one run. For each op, eager NumPy
+`op(x) * 2.0` (two NumPy passes, its SIMD transcendentals) against braze's fused kernel
+`mx.compile(lambda x: op(x) * 2.0)` (one generated Numba loop calling lib/math.py or
+lib/scalar.py), in float32 and float64, inputs uniform in (0.1, 0.9) (binary ops: both
+operands), min of --repeat runs; default N 4 Mi there.
+
     python benchmarks/mathlib_bench.py [--n 16777216] [--repeat 5] [--only exp,sin]
+    python benchmarks/mathlib_bench.py --fused [--n 4194304] [--repeat 5] [--only sin,power]
 """
 from __future__ import annotations
 
@@ -110,13 +117,69 @@ def vector_widths(kernel):
     return w["float"], w["double"]
 
 
+# op name -> (NumPy function, arity) for --fused (mx has the same names)
+_FUSED = {
+    "sin": 1, "cos": 1, "tan": 1, "expm1": 1, "arcsinh": 1, "arctanh": 1, "arccosh": 1,
+    "sinh": 1, "cosh": 1, "power": 2, "arctan2": 2, "log": 1, "log2": 1, "log10": 1,
+    "log1p": 1, "arcsin": 1, "arccos": 1, "arctan": 1, "exp": 1, "tanh": 1,
+}
+
+
+def _min_time(fn, repeat):
+    fn()  # compile + warm
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
+def fused(n, repeat, names):
+    import warnings
+
+    import braze.core as mx
+    warnings.filterwarnings("ignore", message=r".*mx.compile wraps")  # one wrapper per op
+    rng = np.random.default_rng(0)
+    names = names or list(_FUSED)
+    print(f"N = {n}, inputs uniform in (0.1, 0.9) (arccosh: 1 + that), min of {repeat} runs; "
+          "ms per call")
+    hdr = (f"{'op':8s} {'f32 numpy':>10s} {'f32 fused':>10s} {'ratio':>6s}   "
+           f"{'f64 numpy':>10s} {'f64 fused':>10s} {'ratio':>6s}")
+    print(hdr)
+    print("-" * len(hdr))
+    for name in names:
+        cells = []
+        for dt in (np.float32, np.float64):
+            xs = [rng.uniform(0.1, 0.9, n).astype(dt) for _ in range(_FUSED[name])]
+            if name == "arccosh":
+                xs = [x + dt(1.0) for x in xs]
+            np_fn, mx_fn = getattr(np, name), getattr(mx, name)
+            t_np = _min_time(lambda: np_fn(*xs) * 2.0, repeat)
+            ms = [mx.array(x, dtype=mx.float32 if dt == np.float32 else mx.float64)
+                  for x in xs]
+            f = mx.compile(lambda *a: mx_fn(*a) * 2.0)
+            assert f(*ms).dtype == ms[0].dtype
+
+            def run():
+                mx.eval(f(*ms))
+            t_mx = _min_time(run, repeat)
+            cells.append(f"{t_np * 1e3:10.2f} {t_mx * 1e3:10.2f} {t_np / t_mx:6.2f}")
+        print(f"{name:8s} {cells[0]}   {cells[1]}", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=16 * 1024 * 1024)
+    ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", default="")
+    ap.add_argument("--fused", action="store_true",
+                    help="eager NumPy vs braze's fused kernel, float32 and float64")
     args = ap.parse_args(argv)
-    n = args.n
+    if args.fused:
+        return fused(args.n or 4 * 1024 * 1024, args.repeat,
+                     [s for s in args.only.split(",") if s])
+    n = args.n or 16 * 1024 * 1024
     names = [s for s in args.only.split(",") if s] or list(_LIBM)
     rng = np.random.default_rng(0)
     out = np.zeros(n, np.float32)

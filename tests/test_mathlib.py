@@ -112,6 +112,9 @@ UNARY = {
     "arcsin": (np.arcsin, "unit", 1.0, np.concatenate([NEAR_ONE, -NEAR_ONE])),
     "arccos": (np.arccos, "unit", 1.0, np.concatenate([NEAR_ONE, -NEAR_ONE])),
     "arctan": (np.arctan, None, 100.0, None),
+    "arcsinh": (np.arcsinh, None, BIG, None),
+    "arccosh": (np.arccosh, "ge1", BIG, NEAR_ONE),
+    "arctanh": (np.arctanh, "unit", 1.0, np.concatenate([NEAR_ONE, -NEAR_ONE])),
 }
 
 
@@ -126,14 +129,19 @@ def _random_inputs(rng, n, domain, rng_hi):
         bits = bits[np.abs(bits) <= 1]
     elif domain == "gt-1":
         bits = bits[bits > -1]
+    elif domain == "ge1":
+        bits = np.abs(bits)
+        bits = bits[bits >= 1]
     bits = bits[:q]
-    lo = 0.0 if domain == "pos" else (-1.0 if domain == "gt-1" else -rng_hi)
+    lo = {"pos": 0.0, "gt-1": -1.0, "ge1": 1.0}.get(domain, -rng_hi)
     uni = rng.uniform(lo, rng_hi, size=q).astype(F32)
     mag = np.exp(rng.uniform(math.log(TINY), math.log(rng_hi), size=n - 2 * q)).astype(F32)
     sign = rng.choice(np.array([-1.0, 1.0], F32), size=mag.size)
-    if domain == "pos":
+    if domain in ("pos", "ge1"):
         sign = np.abs(sign)
     logu = mag * sign
+    if domain == "ge1":
+        logu = F32(1.0) + logu
     if domain == "gt-1":
         logu = np.where(logu > -1, logu, -logu)
     if domain == "unit":
@@ -274,6 +282,58 @@ def test_erf_every_float_across_the_two_forms():
     assert _erf_sweep(lo, hi) <= MAX_ULP
 
 
+def _sweeper(fn, ref):
+    """A loop over every `step`-th float32 bit pattern (both signs) returning the max ulp
+    distance of fn from libm's float64 ref rounded to float32 (finite references), and the
+    number of NaN / Inf / signed-zero mismatches (a NaN counts as equal to a NaN)."""
+    @njit(error_model="numpy", cache=False)
+    def sweep(start, stop, step):
+        worst = 0
+        bad = 0
+        for i in range(start, stop, step):
+            x = M._bits_f32(np.int32(i - (1 << 32) if i >= (1 << 31) else i))
+            o = fn(x)
+            r = np.float32(ref(np.float64(x)))
+            if r != r or o != o:
+                bad += (r == r) or (o == o)
+                continue
+            if abs(r) == np.inf or abs(o) == np.inf or r == 0:
+                bad += (r != o) or (M._f32_bits(r) != M._f32_bits(o))
+                continue
+            io, ir = np.int64(M._f32_bits(o)), np.int64(M._f32_bits(r))
+            io = -(io & 0x7FFFFFFF) if io < 0 else io
+            ir = -(ir & 0x7FFFFFFF) if ir < 0 else ir
+            worst = max(worst, abs(io - ir))
+        return worst, bad
+    return sweep
+
+
+def _libm(name):
+    return njit(inline="always", error_model="numpy", cache=False)(
+        {"arcsinh": lambda v: math.asinh(v), "arccosh": lambda v: math.acosh(v),
+         "arctanh": lambda v: math.atanh(v), "sin": lambda v: math.sin(v),
+         "cos": lambda v: math.cos(v), "tan": lambda v: math.tan(v),
+         "expm1": lambda v: math.expm1(v), "sinh": lambda v: math.sinh(v),
+         "cosh": lambda v: math.cosh(v)}[name])
+
+
+SWEPT = ["arcsinh", "arccosh", "arctanh", "sin", "cos", "tan", "expm1", "sinh", "cosh"]
+
+
+def run_sweep(name, step):
+    """(max ulp, mismatches) over every `step`-th float32 (step 1: exhaustive)."""
+    sweep = _sweeper(getattr(M, f"{name}_f32"), _libm(name))
+    return sweep(0, 1 << 32, step)
+
+
+@pytest.mark.parametrize("name", SWEPT)
+def test_dense_sweep(name):
+    """Every 4099th float32 bit pattern (about a million values, both signs, every binade);
+    denser sweeps (step 1-17) were run when these functions were written (see main)."""
+    worst, bad = run_sweep(name, 4099)
+    assert bad == 0 and worst <= 2, (name, worst, bad)
+
+
 @pytest.mark.parametrize("name", ["arctan2", "power"])
 def test_binary_f32(name):
     run_binary(name)
@@ -301,11 +361,11 @@ def test_float64_fallbacks():
 
 def test_every_costly_kernel_op_has_its_math_functions():
     """A costly primitive's kernel op names a math-library function in both float types,
-    except the few the scalar library computes (inverse hyperbolics, logaddexp)."""
+    except logaddexp (the scalar library's, from mathlib's exp and log1p)."""
     from braze._src.prims import binary, unary
     from braze._src.prims.base import REGISTRY
     assert unary.LOG2.kernel_op == "log2" and binary.POWER.kernel_op == "power"
-    scalar_lib = {"arcsinh", "arccosh", "arctanh", "logaddexp"}
+    scalar_lib = {"logaddexp"}
     ops = {cls.kernel_op for cls in REGISTRY.values()
            if cls.costly and isinstance(cls.kernel_op, str)}
     ops |= {unary.LOG.kernel_op, unary.LOG10.kernel_op}
@@ -313,7 +373,17 @@ def test_every_costly_kernel_op_has_its_math_functions():
         assert f"{op}_f32" in M.FUNCTIONS and f"{op}_f64" in M.FUNCTIONS, op
 
 
-def main():  # pragma: no cover - report
+def main(argv=None):  # pragma: no cover - report
+    """python tests/test_mathlib.py [--sweep STEP name ...]: max ulp per function, or a sweep
+    of every STEP-th float32 (STEP 1: exhaustive) for the SWEPT functions named."""
+    import sys
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--sweep"]:
+        for name in argv[2:] or SWEPT:
+            worst, bad = run_sweep(name, int(argv[1]))
+            print(f"{name:8s} sweep step {argv[1]}: max ulp {worst}, mismatches {bad}",
+                  flush=True)
+        return
     for name in [*UNARY, "arctan2", "power"]:
         try:
             r = run_binary(name) if name in ("arctan2", "power") else run_unary(name)

@@ -158,11 +158,6 @@ def _erfinv(o):
     return f"{o.math('erfinv')}({o.a})"
 
 
-def _scalar_unary(fn):
-    """An inverse hyperbolic function of the scalar library (fn_f32 / fn_f64)."""
-    return lambda o: f"{o.ctx.call(fn + ('_f64' if o.f64 else '_f32'))}({o.a})"
-
-
 def _rounding(np_fn):
     return lambda o: f"np.{np_fn}({o.a})" if o.k == "f" else o.a
 
@@ -182,8 +177,6 @@ SPELL = {
     **COMMON,
     "sqrt": lambda o: f"np.sqrt({o.a})",
     "rsqrt": lambda o: f"({o.T}(1) / np.sqrt({o.a}))",
-    "arcsinh": _scalar_unary("asinh"), "arccosh": _scalar_unary("acosh"),
-    "arctanh": _scalar_unary("atanh"),
     "floor": _rounding("floor"), "ceil": _rounding("ceil"), "trunc": _rounding("trunc"),
     "erfinv": _erfinv,
     "floor_divide": _floor_divide, "remainder": _remainder,

@@ -54,10 +54,12 @@ __all__ = [
     "sin_f32", "cos_f32", "tan_f32", "tanh_f32", "sinh_f32", "cosh_f32",
     "erf_f32", "erfinv_f32", "sigmoid_f32",
     "arcsin_f32", "arccos_f32", "arctan_f32", "arctan2_f32", "power_f32",
+    "arcsinh_f32", "arccosh_f32", "arctanh_f32",
     "exp_f64", "expm1_f64", "log_f64", "log2_f64", "log10_f64", "log1p_f64",
     "sin_f64", "cos_f64", "tan_f64", "tanh_f64", "sinh_f64", "cosh_f64",
     "erf_f64", "erfinv_f64", "sigmoid_f64",
     "arcsin_f64", "arccos_f64", "arctan_f64", "arctan2_f64", "power_f64",
+    "arcsinh_f64", "arccosh_f64", "arctanh_f64",
 ]
 
 _jit = njit(inline="always", error_model="numpy", cache=False)
@@ -558,6 +560,43 @@ def arctan2_f32(y, x):
     return res if (x == x and y == y) else x + y
 
 
+# -- inverse hyperbolic ----------------------------------------------------------------------
+# In float64 through _log64 (whose absolute error, about 2**-53, is what the small arguments
+# need: log(1 + u) for u >= 2**-12 keeps a relative error below 2**-40); below 2**-12 the
+# first two terms of the series, whose truncation error is below 2**-48 relative.
+@_jit
+def arcsinh_f32(x):
+    """asinh(x) = sign(x) * log1p(a + a**2 / (1 + sqrt(1 + a**2))), a = |x| (no cancellation;
+    a**2 cannot overflow in float64)."""
+    d = np.float64(x)
+    a = abs(d)
+    z = a * a
+    big = _log64(1.0 + (a + z / (1.0 + math.sqrt(1.0 + z))))
+    small = a - a * z * (1.0 / 6.0)
+    res = np.float32(_copysign64(small if a < 2.44140625e-4 else big, d))
+    return res if abs(x) < _INF32 else x                # +-inf and NaN pass through
+
+
+@_jit
+def arccosh_f32(x):
+    """acosh(x) = log(x + sqrt(x**2 - 1)): x**2 - 1 is exact in float64 for a float32 x, so
+    near 1 the result (about sqrt(2 (x - 1)) >= 2**-11) keeps its relative accuracy."""
+    d = np.float64(x)
+    res = np.float32(_log64(d + math.sqrt(d * d - 1.0)))
+    return _NAN32 if x < F(1.0) else res
+
+
+@_jit
+def arctanh_f32(x):
+    """atanh(x) = sign(x) * log((1 + a) / (1 - a)) / 2: 1 +- a exact in float64, the quotient
+    rounded once; a = 1 gives inf, a > 1 a negative quotient (NaN)."""
+    d = np.float64(x)
+    a = abs(d)
+    big = 0.5 * _log64((1.0 + a) / (1.0 - a))
+    small = a + a * (a * a) * (1.0 / 3.0)
+    return np.float32(_copysign64(small if a < 2.44140625e-4 else big, d))
+
+
 # -- power -------------------------------------------------------------------------------------
 @_jit
 def power_f32(x, y):
@@ -699,6 +738,21 @@ def arctan_f64(x):
 @_jit
 def arctan2_f64(y, x):
     return math.atan2(y, x)
+
+
+@_jit
+def arcsinh_f64(x):
+    return math.asinh(x)
+
+
+@_jit
+def arccosh_f64(x):
+    return math.acosh(x)
+
+
+@_jit
+def arctanh_f64(x):
+    return math.atanh(x)
 
 
 @_jit

@@ -71,7 +71,6 @@ __all__ = [
     "floordiv_i", "floordiv_u", "rem_i", "rem_u", "rem_f", "shl", "shr_i", "shr_u",
     "max_f", "min_f", "logaddexp_f32", "logaddexp_f64", "ipow", "upow",
     "rint_f32", "rint_f64", "nan_equal", "wadd", "wsub", "wmul",
-    "asinh_f32", "acosh_f32", "atanh_f32", "asinh_f64", "acosh_f64", "atanh_f64",
     "erfinv_mlx_f32",
 ]
 
@@ -317,37 +316,6 @@ def logaddexp_f32(x, y):
 def logaddexp_f64(x, y):
     tmp = x - y
     return _logaddexp(x, y, tmp, log1p_f64(exp_f64(-abs(tmp))), 0.6931471805599453)
-
-
-# -- inverse hyperbolic functions (not in mathlib: libm in float64, rounded once) -------------
-@_jit
-def asinh_f32(x):
-    return np.float32(math.asinh(np.float64(x)))
-
-
-@_jit
-def acosh_f32(x):
-    return np.float32(math.acosh(np.float64(x)))
-
-
-@_jit
-def atanh_f32(x):
-    return np.float32(math.atanh(np.float64(x)))
-
-
-@_jit
-def asinh_f64(x):
-    return math.asinh(x)
-
-
-@_jit
-def acosh_f64(x):
-    return math.acosh(x)
-
-
-@_jit
-def atanh_f64(x):
-    return math.atanh(x)
 
 
 # -- erfinv in single and half precision: MLX's algorithm, as the reference backend ----------
