@@ -62,13 +62,16 @@ class Config:
     #: worker processes that build the new kernels of a compiled function concurrently into
     #: the disk cache (cpu backend); 0: every kernel is built in the calling process
     build_workers: int = 0
+    #: a kernel not yet built is built by a background thread while its launches run on the
+    #: numpy reference (cpu backend, backends/cpu/background.py); off: built in the call
+    background_builds: bool = True
 
 
 _ENV = {f.name: "BRAZE_" + f.name.upper() for f in dataclasses.fields(Config)}
 _INT_KNOBS = ("debug", "num_threads", "compile_retrace_limit", "blas_threads",
               "compile_cache_size", "build_workers")
 _BOOL_KNOBS = ("disable_compile", "checks", "compile_no_retrace", "compile_report",
-               "compile_check")
+               "compile_check", "background_builds")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}

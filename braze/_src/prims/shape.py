@@ -29,6 +29,9 @@ def _pshape(shape) -> str:
 def resolve_shape(size: int, shape: tuple, op: str, full_shape=None) -> tuple:
     """`shape` with its one -1 entry inferred from `size`; ValueError naming `op` if the
     request is malformed or does not hold `size` elements."""
+    if -1 not in shape and _prod(shape) == size and min(shape, default=0) >= 0:
+        return shape  # nothing to infer (most calls: every Unflatten and its evaluation)
+
     def shown():
         return _pshape(full_shape if full_shape is not None else shape)
 

@@ -15,7 +15,7 @@ from ... import config
 from ...compile import notice
 from .. import kernel_cache as KC
 from ..base import Backend, Program
-from . import launch, prebuild
+from . import background, launch, prebuild
 from .render import CpuVariant, render_kernel
 from .render_rows import RowVariant, row_read_inputs
 from .spell import HALF, Unsupported
@@ -106,12 +106,15 @@ class CpuBackend(Backend):
             self._entries[key] = e
         return e
 
-    def program(self, ir, variant: CpuVariant) -> CpuProgram:
-        """The kernel for `ir` and `variant` (memory cache, then disk, then build)."""
+    def program(self, ir, variant: CpuVariant, wait: bool = True) -> CpuProgram | None:
+        """The kernel for `ir` and `variant` (memory cache, then disk, then build). With
+        `wait` False, None while the kernel is built in the background (background.py)."""
         e = self.entry(ir)
         p = e.programs.get(variant)
         if p is not None:
             return p
+        if not wait and background.defer(self, ir, variant):
+            return None
         if self._prefetched:  # a worker may be building it (prebuild.py): wait, or take it
             prebuild.POOL.claim((ir.key, variant))
             self._prefetched = bool(prebuild.POOL.jobs)
@@ -122,6 +125,14 @@ class CpuBackend(Backend):
             p = self._build(ir, variant)
             e.programs[variant] = p
         return p
+
+    def on_disk(self, ir, variant) -> bool:
+        """Whether the disk cache has an entry for this kernel (it loads in milliseconds)."""
+        d = self.compiler.directory()
+        if d is None:
+            return False
+        name = self.compiler.module_name(render_kernel(ir, variant))
+        return os.path.exists(os.path.join(d, name + ".json"))
 
     def _build(self, ir, variant) -> CpuProgram:
         cfg = config.get()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import config
 from ... import memory as M
 from ...threads import POOL, num_threads
 from .render import CpuVariant
@@ -50,7 +51,12 @@ def run(backend, ir, e, inputs, shape, donatable) -> list:
     key = kind.key(lay, alias)
     fn = e.fns.get(key)
     if fn is None:
-        fn = e.fns[key] = kind.kernel(backend.program(ir, kind.variant(lay, alias)).fn)
+        cfg = config._current
+        prog = backend.program(ir, kind.variant(lay, alias),
+                               wait=not cfg.background_builds or cfg.compile_check)
+        if prog is None:  # being built in the background: this launch runs as uncompiled
+            return backend._reference().run_compiled(ir, inputs, shape, donatable)
+        fn = e.fns[key] = kind.kernel(prog.fn)
     POOL.run(fn, lay.items, args, lay.unit)
     return outs if kind.results is None else kind.results(backend, ir, e, inputs, shape, lay)
 

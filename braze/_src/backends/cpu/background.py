@@ -1,0 +1,80 @@
+"""Kernel builds off the calling thread (`BRAZE_BACKGROUND_BUILDS`, on by default).
+
+A Numba build costs 0.1-0.9 s per kernel, and a training step's first call needs tens of
+them: built one after another in the call, they were 95 % of a cold program's first steps
+(benchmarks/programs.py: transformer, 43 kernels, 11.6 s). With this knob on, a launch whose
+kernel is neither in memory nor in the disk cache queues it here and runs on the numpy
+reference backend (each primitive's NumPy kernel, as the uncompiled program would), so the
+first calls cost about what uncompiled calls cost; one builder thread builds the queued
+kernels in order (Numba's LLVM work releases the GIL), and the first launch after a build
+finishes uses the native kernel.
+
+So which calls run natively depends on timing: their results can differ from the reference's
+in the last bits (kernels and NumPy round transcendental functions and sums differently).
+`BRAZE_BACKGROUND_BUILDS=0` builds in the call, as before, for bit-for-bit reproducible runs
+(the test suite runs that way so that every compiled call it checks runs a native kernel).
+
+A background build that fails is not retried here: the next launch builds the kernel in the
+calling thread, which raises what went wrong there (or falls back as any build does).
+"""
+from __future__ import annotations
+
+import threading
+from queue import SimpleQueue
+
+from ...compile import notice
+
+_jobs: SimpleQueue = SimpleQueue()
+_pending: set = set()  # (IR key, variant) of the kernels queued or being built
+_failed: set = set()  # those whose background build raised
+_lock = threading.Lock()
+_thread = None
+
+
+def defer(backend, ir, variant) -> bool:
+    """Whether the kernel of (`ir`, `variant`) is being built in the background (queued now
+    if it was not): the caller runs this launch on the reference backend. False: the caller
+    loads or builds it itself (it is in the disk cache, or its background build failed)."""
+    key = (ir.key, variant)
+    if key in _pending:
+        return True
+    if key in _failed or backend.on_disk(ir, variant):
+        return False
+    global _thread
+    with _lock:
+        if key in _pending:
+            return True
+        _pending.add(key)
+        if _thread is None:
+            _thread = threading.Thread(target=_serve, daemon=True, name="braze-kernel-builder")
+            _thread.start()
+    origin = getattr(notice._current, "origin", "")  # named by the build notice
+    _jobs.put((backend, ir, variant, key, origin))
+    return True
+
+
+def _serve() -> None:
+    while True:
+        backend, ir, variant, key, origin = _jobs.get()
+        notice.evaluating(origin)
+        try:
+            backend.program(ir, variant)  # stored in the region's entry before it is unqueued
+        except BaseException:  # the caller's own build reports it
+            _failed.add(key)
+        finally:
+            _pending.discard(key)
+            backend = ir = None
+
+
+def idle() -> bool:
+    """Whether no kernel is queued or being built (tests wait on it)."""
+    return not _pending
+
+
+def wait(timeout: float = 60.0) -> bool:
+    """Block until the queued kernels are built (or `timeout` seconds pass); True if idle."""
+    import time
+    end = time.monotonic() + timeout
+    while _pending and time.monotonic() < end:
+        time.sleep(0.005)
+    return not _pending

@@ -1,0 +1,104 @@
+"""Background kernel builds (BRAZE_BACKGROUND_BUILDS, backends/cpu/background.py): a launch
+whose kernel is not built runs on the numpy reference while a builder thread builds it; later
+launches run the native kernel; a kernel in the disk cache loads in the call; a failed
+background build is redone in the call."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import braze.core as mx
+from braze._src import config
+from braze._src.backends.cpu import background
+from braze._src.compile.compiled import backend, programs
+
+_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import braze.core as mx
+    from braze._src.backends.cpu import background
+    from braze._src.compile.compiled import programs
+    f = mx.compile(lambda a, b: mx.exp(a * b) - a / 3)
+    x, y = mx.arange(64, dtype=mx.float32) / 64, mx.ones((64,))
+    first = np.array(f(x, y))
+    deferred = not background.idle()
+    assert background.wait(120)
+    later = np.array(f(x, y))
+    ir = f.lower(x, y).tape.nodes[0]._prim.ir
+    print(json.dumps(dict(deferred=deferred, how=[p.how for p in programs(ir)],
+                          close=bool(np.allclose(first, later, rtol=1e-6)))))
+""")
+
+
+def _run(cache_dir):
+    env = dict(os.environ, BRAZE_CACHE_DIR=str(cache_dir), BRAZE_BACKGROUND_BUILDS="1")
+    out = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    import json
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_new_kernel_builds_in_the_background_then_loads_from_disk(tmp_path):
+    cold = _run(tmp_path)
+    assert cold["deferred"] and cold["how"] == ["built"] and cold["close"]
+    warm = _run(tmp_path)  # the disk cache has it: loaded in the call, nothing deferred
+    assert not warm["deferred"] and warm["how"] == ["disk"] and warm["close"]
+
+
+_OPS = {1.2345: mx.sin, 2.5: mx.cos, 3.75: mx.arctan}
+
+
+def _fresh(c):
+    """A compiled function whose region no other test builds (one op of its own each)."""
+    op = _OPS[c]
+    return mx.compile(lambda a: op(a) * c + a)
+
+
+def test_the_first_launch_runs_on_the_reference_and_later_ones_natively(tmp_path):
+    x = mx.arange(100, dtype=mx.float32) / 7
+    f = _fresh(1.2345)
+    with config.override(background_builds=True, cache_dir=str(tmp_path)):
+        with config.override(backend="numpy"):
+            want = np.array(mx.compile(lambda a: mx.sin(a) * 1.2345 + a)(x))
+        first = np.array(f(x))
+        np.testing.assert_array_equal(first, want)  # the reference's bits exactly
+        assert background.wait(120)
+        ir = f.lower(x).tape.nodes[0]._prim.ir
+        assert [p.how for p in programs(ir)] == ["built"]
+        np.testing.assert_allclose(np.array(f(x)), want, rtol=1e-6)
+
+
+def test_a_failed_background_build_is_redone_in_the_call(tmp_path, monkeypatch):
+    x = mx.arange(50, dtype=mx.float32)
+    f = _fresh(2.5)
+    be = backend()
+    real = type(be)._build
+    calls = []
+
+    def flaky(self, ir, variant):
+        calls.append(variant)
+        if len(calls) == 1:
+            raise OSError("disk full")
+        return real(self, ir, variant)
+
+    monkeypatch.setattr(type(be), "_build", flaky)
+    with config.override(background_builds=True, cache_dir=str(tmp_path)):
+        mx.eval(f(x))
+        assert background.wait(120)
+        got = np.array(f(x))  # built in this call after the background failure
+    assert len(calls) == 2
+    np.testing.assert_allclose(got, np.cos(np.arange(50)) * 2.5 + np.arange(50), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_compile_check_builds_in_the_call(tmp_path):
+    x = mx.arange(30, dtype=mx.float32)
+    f = _fresh(3.75)
+    with config.override(background_builds=True, compile_check=True, cache_dir=str(tmp_path)):
+        mx.eval(f(x))
+        assert background.idle()
+        ir = f.lower(x).tape.nodes[0]._prim.ir
+        assert [p.how for p in programs(ir)] == ["built"]
