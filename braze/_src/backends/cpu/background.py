@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 from queue import SimpleQueue
 
+from ... import memory
 from ...compile import notice
 
 _jobs: SimpleQueue = SimpleQueue()
@@ -46,6 +47,9 @@ def defer(backend, ir, variant) -> bool:
             return True
         _pending.add(key)
         if _thread is None:
+            # the buffer cache's Numba functions load before the builder holds Numba's
+            # compiler lock (else the first allocation waits for a whole kernel build)
+            memory._pool_state()
             _thread = threading.Thread(target=_serve, daemon=True, name="braze-kernel-builder")
             _thread.start()
     origin = getattr(notice._current, "origin", "")  # named by the build notice
