@@ -393,7 +393,8 @@ def test_every_registered_primitive_serializes_or_refuses(tmp_path):
         for p in prims.values():
             back = E.decode_primitive(json.loads(json.dumps(E.encode_primitive(p))))
             assert type(back) is type(p) and back == p, name
-    plain = {"int", "float", "bool", "str", "tuple", "D.Dtype", "Dtype", "float | None"}
+    plain = {"int", "float", "bool", "str", "tuple", "D.Dtype", "Dtype", "float | None",
+             "str | None"}
     for name, cls in REGISTRY.items():
         if name in found or name in traced:
             continue

@@ -301,7 +301,7 @@ def test_one_kernel_build_per_dtype():
     for dt in DTYPES + ("float64",):
         for name in ("plain", "gqa4_causal", "bool_2d", "bool_full", "bool_heads", "add_batch",
                      "sinks", "sinks_mask"):
-            mx.eval(_sdpa_call(mx, name, dt))
+            mx.eval(_sdpa_call(mx, name, dt), _attn_grads(SDPA_FN, *_attn_args(name, dt)))
         args = [_bx(a, dt) for a in _norm_args((3, 8), dt)]
         for fn, _, _ in NORMS.values():
             mx.eval(fn(mx, *args), mx.grad(lambda *a: fn(mx, *a).sum(), argnums=(0, 1, 2))(*args))
@@ -670,3 +670,188 @@ def test_sdpa_vmap_jvp_compile():
                 mx.compile(mx.grad(loss, argnums=(0, 1, 2)))(q, k, v)):
         for p, w in zip(got, g):
             np.testing.assert_allclose(np.array(p), np.array(w), rtol=1e-5, atol=1e-5)
+
+
+# -- scaled_dot_product_attention backward -----------------------------------------------------
+def _attn_args(name, dt, seed=1):
+    """An SDPA case's (q, k, v), mask, sinks and an output cotangent, braze arrays of dtype
+    `dt` (a bool mask stays bool)."""
+    q, k, v, mask, sinks = _sdpa_inputs(name, seed)
+    cot = _rng(seed + 1).standard_normal(q.shape[:3] + v.shape[3:])
+    conv = lambda a: mx.array(a).astype(getattr(mx, dt))  # noqa: E731
+    if isinstance(mask, np.ndarray):
+        mask = mx.array(mask) if mask.dtype == bool else conv(mask)
+    return [conv(a) for a in (q, k, v)], mask, None if sinks is None else conv(sinks), conv(cot)
+
+
+def _attn_loss(fn, mask, cot, scale=0.4):
+    return lambda q, k, v, sinks=None: (fn(q, k, v, scale=scale, mask=mask, sinks=sinks)
+                                        * cot).sum()
+
+
+def _attn_grads(fn, qkv, mask, sinks, cot):
+    """The gradients of sum(fn(q, k, v) * cot) with respect to q, k, v and the sinks."""
+    args = qkv + ([] if sinks is None else [sinks])
+    return mx.grad(_attn_loss(fn, mask, cot), argnums=tuple(range(len(args))))(*args)
+
+
+SDPA_FN = mx.fast.scaled_dot_product_attention
+
+
+@pytest.mark.parametrize("name", sorted(SDPA))
+def test_sdpa_backward_matches_composite(name):
+    """The native backward primitive: to rounding in float64, float32 against float64."""
+    want = _attn_grads(OF._sdpa_composite, *_attn_args(name, "float64"))
+    for dt, tol in (("float64", 1e-12), ("float32", 1e-5)):
+        got = _attn_grads(SDPA_FN, *_attn_args(name, dt))
+        _native(got[0], "ScaledDotProductAttentionVJP")
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype == getattr(mx, dt) and g.shape == w.shape
+            np.testing.assert_allclose(_np(g), _np(w), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["gqa4_causal", "bool_full", "add_batch", "sinks_mask"])
+def test_sdpa_backward_half(name, dt):
+    """Half inputs: computed in float32 (the probabilities rounded as the forward's)."""
+    got = _attn_grads(SDPA_FN, *_attn_args(name, dt))
+    want = _attn_grads(OF._sdpa_composite, *_attn_args(name, "float64"))
+    for g, w in zip(got, want):
+        assert g.dtype == getattr(mx, dt)
+        np.testing.assert_allclose(_np(g), _np(w), rtol=TOL[dt] * 3, atol=TOL[dt] * 3)
+
+
+def test_sdpa_backward_finite_differences():
+    eps = 1e-6
+    for name in ("gqa4_causal", "sinks_mask", "bool_heads", "add_batch"):
+        qkv, mask, sinks, cot = _attn_args(name, "float64", seed=3)
+        loss = _attn_loss(SDPA_FN, mask, cot)
+        args = qkv + ([] if sinks is None else [sinks])
+        grads = _attn_grads(SDPA_FN, qkv, mask, sinks, cot)
+        r = _rng(4)
+        for i, (a, g) in enumerate(zip(args, grads)):
+            base = np.array(a)
+            for flat in r.choice(base.size, min(5, base.size), replace=False):
+                shifted = []
+                for sign in (1, -1):
+                    x = base.copy()
+                    x.flat[flat] += sign * eps
+                    shifted.append(loss(*[mx.array(x, dtype=mx.float64) if j == i else b
+                                          for j, b in enumerate(args)]).item())
+                fd = (shifted[0] - shifted[1]) / (2 * eps)
+                np.testing.assert_allclose(np.array(g).flat[flat], fd, rtol=1e-6, atol=1e-7)
+
+
+@needs_mlx
+@pytest.mark.parametrize("name", ["plain", "gqa4_causal", "causal_more_queries", "bool_full",
+                                  "add_batch", "sinks", "sinks_mask", "dv_differs", "decode"])
+def test_sdpa_backward_matches_mlx(name):
+    q, k, v, mask, sinks = _sdpa_inputs(name, seed=5)
+    cot = _rng(6).standard_normal(q.shape[:3] + v.shape[3:]).astype(np.float32)
+    args = [q, k, v] + ([] if sinks is None else [sinks])
+
+    def grads(m):
+        mk = m.array(mask) if isinstance(mask, np.ndarray) else mask
+        loss = _attn_loss(m.fast.scaled_dot_product_attention, mk, m.array(cot))
+        return m.grad(loss, argnums=tuple(range(len(args))))(*[m.array(a) for a in args])
+
+    for g, w in zip(grads(mx), grads(mlx)):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=2e-5, atol=2e-5)
+
+
+def test_sdpa_backward_numpy_path_matches_kernel():
+    for name in ("gqa4_causal", "bool_heads", "add_batch", "sinks_mask", "causal_more_queries"):
+        for dt in ("float32", "float64", "float16"):
+            native = _attn_grads(SDPA_FN, *_attn_args(name, dt))
+            mx.eval(native)
+            with config.override(backend="numpy"):
+                ref = _attn_grads(SDPA_FN, *_attn_args(name, dt))
+                mx.eval(ref)
+            for p, q in zip(native, ref):
+                np.testing.assert_allclose(_np(p), _np(q), rtol=TOL[dt], atol=TOL[dt])
+
+
+def test_sdpa_backward_vmap_matches_loop():
+    qkv, _, sinks, cot = _attn_args("gqa4_causal", "float32", seed=7)
+    gf = mx.grad(_attn_loss(SDPA_FN, "causal", cot), argnums=(0, 1, 2))
+    stacked = [mx.stack([a, a * 0.5, -a]) for a in qkv]
+    for in_axes in (0, (0, None, None)):  # folded into the batch; only q batched: the graph
+        ins = stacked if in_axes == 0 else stacked[:1] + qkv[1:]
+        got = mx.vmap(gf, in_axes=in_axes)(*ins)
+        for i in range(3):
+            want = gf(*[a[i] if in_axes == 0 or j == 0 else a for j, a in enumerate(ins)])
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(np.array(g[i]), np.array(w), rtol=1e-5, atol=1e-5)
+    # with sinks (their gradient per example: through the graph)
+    sk = mx.array(_rng(8).standard_normal(qkv[0].shape[1]).astype(np.float32))
+    gs = mx.grad(_attn_loss(SDPA_FN, None, cot), argnums=(0, 3))
+    got = mx.vmap(gs, in_axes=(0, 0, 0, None))(*stacked, sk)
+    for i in range(3):
+        for g, w in zip(got, gs(*[a[i] for a in stacked], sk)):
+            np.testing.assert_allclose(np.array(g[i]), np.array(w), rtol=1e-5, atol=1e-5)
+
+
+def test_sdpa_backward_compile():
+    qkv, mask, sinks, cot = _attn_args("sinks_mask", "float32", seed=9)
+    loss = _attn_loss(SDPA_FN, mask, cot)
+    gf = mx.grad(loss, argnums=(0, 1, 2, 3))
+    want = gf(*qkv, sinks)
+    for got in (mx.compile(gf)(*qkv, sinks), mx.grad(mx.compile(loss), argnums=(0, 1, 2, 3))(
+            *qkv, sinks)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-6, atol=1e-6)
+    # shapeless over the sequence length
+    q = qkv[0]
+    cf = mx.compile(lambda q, k, v: mx.grad(lambda q, k, v: (SDPA_FN(
+        q, k, v, scale=0.4, mask="causal") ** 2).sum(), argnums=(0, 1, 2))(q, k, v),
+        shapeless=True)
+    for T in (5, 8):
+        k, v = (mx.random.normal((1, 1, T, 8)) for _ in range(2))
+        want = mx.grad(lambda q, k, v: (SDPA_FN(q, k, v, scale=0.4, mask="causal") ** 2).sum(),
+                       argnums=(0, 1, 2))(q, k, v)
+        for g, w in zip(cf(q, k, v), want):
+            np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-6, atol=1e-6)
+
+
+def test_sdpa_backward_mask_gradient_and_second_order():
+    """A mask's gradient goes through the graph (MLX gives one: the score gradient for an
+    additive mask, integer zeros for a bool one); grad of grad differentiates the graph."""
+    for name in ("add_batch", "bool_2d"):
+        qkv, mask, sinks, cot = _attn_args(name, "float32", seed=10)
+
+        def gmask(fn):
+            return mx.grad(lambda m: _attn_loss(fn, m, cot)(*qkv))(mask)
+
+        got, want = gmask(SDPA_FN), gmask(OF._sdpa_composite)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-5)
+    qkv, mask, _, cot = _attn_args("gqa2", "float32", seed=11)
+
+    def gg(fn):
+        inner = mx.grad(_attn_loss(fn, "causal", cot), argnums=(0, 1, 2))
+        return mx.grad(lambda *a: sum((g * g).sum() for g in inner(*a)), argnums=(0, 1, 2))(*qkv)
+
+    for g, w in zip(gg(SDPA_FN), gg(OF._sdpa_composite)):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-4, atol=1e-4)
+
+
+def test_sdpa_backward_edges():
+    q = mx.random.normal((1, 2, 3, 4))
+    for k in (mx.zeros((1, 1, 0, 4)), mx.random.normal((1, 1, 5, 4))):
+        for qq in (q, q[:, :, :0]):
+            cot = mx.ones(qq.shape)
+            got = _attn_grads(SDPA_FN, [qq, k, k], None, None, cot)
+            want = _attn_grads(OF._sdpa_composite, [qq, k, k], None, None, cot)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape
+                np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-6, atol=1e-6)
+    # fully masked rows (bool: uniform, no score gradient) and -inf rows (NaN, as the graph's)
+    k = mx.random.normal((1, 1, 5, 4))
+    keep = np.array([[False] * 5, [True, False, False, False, False], [True] * 5])
+    cot = mx.random.normal((1, 2, 3, 4))
+    for mask in (mx.array(keep), mx.array(np.where(keep, 0.0, -np.inf).astype(np.float32))):
+        got = _attn_grads(SDPA_FN, [q, k, k], mask, None, cot)
+        want = _attn_grads(OF._sdpa_composite, [q, k, k], mask, None, cot)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-5, atol=1e-5)

@@ -1,15 +1,16 @@
 """The `mx.fast` primitives: RMSNorm, LayerNorm, Rope, ScaledDotProductAttention and the
-backward primitives of the normalisations (RMSNormVJP, LayerNormVJP).
+backward primitives (RMSNormVJP, LayerNormVJP, ScaledDotProductAttentionVJP).
 
 Each evaluates as one native kernel (`fast_kernels.py`, Numba, imported on first use) and keeps
 a NumPy path for when Numba is missing, for dtypes the kernels do not take and for the numpy
 reference backend (`BRAZE_BACKEND=numpy`). Both compute what the composite graphs below
 compute (MLX's CPU fallback graphs, which `ops/fast.py` used to build directly): half inputs
 in float32, rounded to the half type at the steps where the graph rounds, so the results
-match the composites (and MLX) bit for bit in float16/bfloat16.
+match the composites (and MLX) bit for bit in float16/bfloat16 (the backward primitives
+compute half inputs in float32 and round their results once).
 
 The graphs (`*_graph`, written with the ops namespace) are also each primitive's definition for
-the transforms it does not do natively: jvp, vmap of batched parameters, and every rule of the
+the transforms it does not do natively: jvp, vmap of batched parameters, and the rules of the
 backward primitives (so grad of grad differentiates the composite). The transforms layer
 installs its `expanded_vjp/jvp/vmap` here (`set_expanders`). Kernels run through braze's
 thread pool (`threads.POOL`), which splits a kernel's index range across threads when that
@@ -242,12 +243,14 @@ class _ByGraph:
         return _expand("vmap", self._graph, inputs, axes)
 
 
-def _backward_graph(fwd, ins):
-    """The cotangents of a forward primitive's graph at inputs ins[:-1] for the output
-    cotangent ins[-1] (zeros for inputs the graph does not reach)."""
+def _backward_graph(fwd, ins, wrt=None):
+    """The cotangents of a forward primitive's graph at inputs ins[:-1] (those numbered `wrt`,
+    default all) for the output cotangent ins[-1] (zeros for inputs the graph does not
+    reach)."""
     n = len(ins) - 1
-    cts = _expand("vjp", lambda p: [fwd._graph(p)], list(ins[:n]), [ins[n]], list(range(n)))
-    return _zeros_for(cts, ins[:n])
+    wrt = list(range(n)) if wrt is None else list(wrt)
+    cts = _expand("vjp", lambda p: [fwd._graph(p)], list(ins[:n]), [ins[n]], wrt)
+    return _zeros_for(cts, [ins[i] for i in wrt])
 
 
 def _by_backward(bwd, primals, cotangents, argnums):
@@ -586,29 +589,56 @@ def _sdpa_mask(mask, tk, ct):
     return m.reshape(-1), np.array(strides, np.int64), 1 if mask.dtype == np.bool_ else 2
 
 
+def _as_rows(a):
+    """A (B, N, T, D) array as its (B * N * T, D) rows (D may be 0)."""
+    return a.reshape(math.prod(a.shape[:3]), a.shape[3])
+
+
 def _sdpa_operands(prim, qs, k, v, mask, sinks, dt):
     """The arguments the attention kernels start with (`dt` the inputs' dtype), arrays as 2-D
     row views in the compute dtype (q pre-scaled): (q, k, v, mask values, mask strides, sinks,
-    Tq, Tk, Nkv, rep, causal, mask kind, has sinks, fmin, mode, rows per task); and the task
-    count and the elements per task."""
+    Tq, Tk, Nkv, rep, causal, mask kind, has sinks, fmin, mode, rows per block)."""
     ct = qs.dtype
-    B, N, Tq, Dk = qs.shape
-    nkv, Tk, Dv = k.shape[1], k.shape[2], v.shape[3]
-    rep = N // nkv
+    N, Tq = qs.shape[1:3]
+    nkv, Tk = k.shape[1:3]
     mv, ms, kind = _sdpa_mask(mask, Tk, ct)
     sk = _c(sinks, ct) if sinks is not None else np.zeros(1, ct)
     fmin = ct.type(D.finfo(D.from_numpy(dt)).min)
-    args = (_c(qs, ct).reshape(B * N * Tq, Dk), _c(k, ct).reshape(B * nkv * Tk, Dk),
-            _c(v, ct).reshape(B * nkv * Tk, Dv), mv, ms, sk, Tq, Tk, nkv, rep,
-            int(prim.causal), kind, int(sinks is not None), fmin, _mode(dt), _ROWS)
-    ntask = B * nkv * -(-rep * Tq // _ROWS)
-    return args, ntask, min(_ROWS, rep * Tq) * Tk * (Dk + Dv)
+    return (_as_rows(_c(qs, ct)), _as_rows(_c(k, ct)), _as_rows(_c(v, ct)), mv, ms, sk, Tq,
+            Tk, nkv, N // nkv, int(prim.causal), kind, int(sinks is not None), fmin, _mode(dt),
+            _ROWS)
+
+
+def _scaled_q(q, scale, ct):
+    """scale * q rounded to q's dtype, as the graph computes it, in the compute dtype; and
+    the scale rounded so."""
+    sc = np.asarray(scale, q.dtype)
+    return np.asarray(sc * q).astype(ct), ct.type(sc)
+
+
+def _fold_vmap(prim, inputs, axes, folded, mask):
+    """`prim` vmapped by folding the vmapped axis into the batch axis ((V, B, ...) -> (V * B,
+    ...)) when exactly the inputs numbered `folded` are batched and `mask` (or None) is the
+    same for every batch element; None otherwise."""
+    if any((ax is None) == (i in folded) for i, ax in enumerate(axes)):
+        return None
+    if mask is not None and mask.ndim == 4 and mask.shape[0] != 1:
+        return None
+    ins = list(inputs)
+    for i in folded:
+        a = ops.moveaxis(inputs[i], axes[i], 0)
+        V, B = a.shape[:2]
+        ins[i] = ops.reshape(a, (V * B,) + a.shape[2:])
+    ys = bind(prim, tuple(ins))
+    ys = ys if isinstance(ys, list) else [ys]
+    return [ops.reshape(y, (V, B) + y.shape[1:]) for y in ys], [0] * len(ys)
 
 
 @dataclass(frozen=True)
-class ScaledDotProductAttention(Primitive):
-    """mx.fast.scaled_dot_product_attention: inputs (q, k, v, [mask], [sinks]) of one float
-    dtype (a bool mask excepted); `mask` is "bool", "additive" or None."""
+class _Attention(Primitive):
+    """The parameters and NumPy steps the attention primitives share: inputs (q, k, v,
+    [mask], [sinks]) of one float dtype (a bool mask excepted); `mask` is "bool", "additive"
+    or None."""
 
     scale: float
     causal: bool = False
@@ -621,6 +651,43 @@ class ScaledDotProductAttention(Primitive):
         mask = next(it) if self.mask else None
         sinks = next(it) if self.sinks else None
         return q, k, v, mask, sinks
+
+    @staticmethod
+    def _grouped(a, b, nkv):
+        """a @ b with a's heads (B, N, ...) in groups of N // nkv over b's kv heads."""
+        B, N = a.shape[:2]
+        g = np.matmul(a.reshape((B, nkv, -1) + a.shape[3:]), b)
+        return g.reshape((B, N, -1) + g.shape[3:])
+
+    def _probs_np(self, qs, k, mask, sinks, dt):
+        """The NumPy path's probabilities, the graph's steps with the scores materialised:
+        (B, N, Tq, Tk) in the compute dtype, the sink's (B, N, Tq, 1) or None, and where a
+        bool or causal mask keeps the score (None without)."""
+        ct = qs.dtype
+        Tq, Tk = qs.shape[2], k.shape[2]
+        s = self._grouped(qs, np.swapaxes(k.astype(ct), -1, -2), k.shape[1]).astype(dt)
+        if self.causal:
+            mask = np.arange(Tk - Tq, Tk)[:, None] >= np.arange(Tk)[None, :]
+        keep = mask if mask is not None and mask.dtype == np.bool_ else None
+        with np.errstate(all="ignore"):
+            if keep is not None:
+                s = np.where(keep, s, np.asarray(D.finfo(D.from_numpy(dt)).min, dt))
+            elif mask is not None:
+                s = (s + mask).astype(dt)
+            s = s.astype(ct)
+            if sinks is not None:
+                sk = np.broadcast_to(sinks.astype(ct)[None, :, None, None], s.shape[:3] + (1,))
+                s = np.concatenate([sk, s], axis=-1)
+            e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+            p = (e / np.sum(e, axis=-1, keepdims=True)).astype(dt).astype(ct)
+        if sinks is not None:
+            return p[..., 1:], p[..., :1], keep
+        return p, None, keep
+
+
+@dataclass(frozen=True)
+class ScaledDotProductAttention(_Attention):
+    """mx.fast.scaled_dot_product_attention (the inputs and parameters: `_Attention`)."""
 
     def abstract_eval(self, q, k, v, *rest):
         return [(q.shape[:3] + v.shape[3:], q.dtype)]
@@ -636,60 +703,106 @@ class ScaledDotProductAttention(Primitive):
             return [np.zeros(shape, q.dtype)]
         dt = q.dtype
         ct = _ct(dt)
-        qs = np.asarray(np.asarray(self.scale, dt) * q).astype(ct)  # rounded as the graph's
+        qs, _ = _scaled_q(q, self.scale, ct)
         K = _kernels()
         if K is None or not _native_types(dt, dt):
-            return [self._numpy(qs, k, v, mask, sinks, dt)]
+            p = self._probs_np(qs, k, mask, sinks, dt)[0]
+            return [self._grouped(p, v.astype(ct), k.shape[1]).astype(dt)]
         out = np.empty(shape, ct)
-        args, ntask, unit = _sdpa_operands(self, qs, k, v, mask, sinks, dt)
-        _run(K.sdpa, ntask, args + (out.reshape(-1, shape[3]),), unit)
-        return [out.astype(dt, copy=False)]
-
-    def _numpy(self, qs, k, v, mask, sinks, dt):
-        """The NumPy path: the graph's steps, with the scores materialised."""
-        ct = qs.dtype
-        B, N, Tq, _ = qs.shape
+        B, N, Tq, Dk = q.shape
         nkv, Tk = k.shape[1], k.shape[2]
         rep = N // nkv
-        qg = qs.astype(dt).astype(ct).reshape(B, nkv, rep * Tq, -1)
-        s = np.matmul(qg, np.swapaxes(k.astype(ct), -1, -2)).astype(dt)
-        s = s.reshape(B, N, Tq, Tk)
-        if self.causal:
-            mask = np.arange(Tk - Tq, Tk)[:, None] >= np.arange(Tk)[None, :]
-        with np.errstate(all="ignore"):
-            if mask is not None:
-                if mask.dtype == np.bool_:
-                    s = np.where(mask, s, np.asarray(D.finfo(D.from_numpy(dt)).min, dt))
-                else:
-                    s = (s + mask).astype(dt)
-            s = s.astype(ct)
-            if sinks is not None:
-                sk = np.broadcast_to(sinks.astype(ct)[None, :, None, None], (B, N, Tq, 1))
-                s = np.concatenate([sk, s], axis=-1)
-            e = np.exp(s - np.max(s, axis=-1, keepdims=True))
-            p = (e / np.sum(e, axis=-1, keepdims=True)).astype(dt)
-        if sinks is not None:
-            p = p[..., 1:]
-        p = p.astype(ct).reshape(B, nkv, rep * Tq, Tk)
-        out = np.matmul(p, v.astype(ct)).reshape(B, N, Tq, -1)
-        return out.astype(dt)
+        args = _sdpa_operands(self, qs, k, v, mask, sinks, dt)
+        _run(K.sdpa, B * nkv * -(-rep * Tq // _ROWS), args + (_as_rows(out),),
+             min(_ROWS, rep * Tq) * Tk * (Dk + shape[3]))
+        return [out.astype(dt, copy=False)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return _expand("vjp", lambda ins: [self._graph(ins)], primals, cotangents, argnums)
+        """q, k, v and sinks by the native backward (one kernel); a mask's gradient (MLX
+        gives one) through the graph."""
+        i_mask = 3 if self.mask else -1
+        got = {}
+        if any(i != i_mask for i in argnums):
+            bwd = ScaledDotProductAttentionVJP(self.scale, self.causal, self.mask, self.sinks)
+            grads = bind(bwd, tuple(primals) + (cotangents[0],))
+            got = {i: grads[min(i, 3)] for i in argnums if i != i_mask}  # sinks' is the 4th
+        if i_mask in argnums:
+            got[i_mask] = _expand("vjp", lambda ins: [self._graph(ins)], primals, cotangents,
+                                  [i_mask])[0]
+        return [got[i] for i in argnums]
 
     def jvp(self, primals, tangents, argnums):
         return _expand("jvp", lambda ins: [self._graph(ins)], primals, tangents, argnums)
 
     def vmap(self, inputs, axes):
-        q, k, v, mask, sinks = self._split(inputs)
-        ax_m = axes[3] if self.mask else None
-        ax_s = axes[3 + bool(self.mask)] if self.sinks else None
-        foldable = (mask is None or mask.ndim < 4 or mask.shape[0] == 1)
-        if all(a is not None for a in axes[:3]) and ax_m is None and ax_s is None and foldable:
-            # the vmapped axis joins the batch: (V, B, ...) -> (V * B, ...)
-            qkv = [ops.moveaxis(a, ax, 0) for a, ax in zip(inputs[:3], axes[:3])]
-            V, B = qkv[0].shape[:2]
-            flat = [ops.reshape(a, (V * B,) + a.shape[2:]) for a in qkv]
-            y = bind(self, tuple(flat) + tuple(inputs[3:]))
-            return [ops.reshape(y, (V, B) + y.shape[1:])], [0]
-        return _expand("vmap", lambda ins: [self._graph(ins)], inputs, axes)
+        mask = self._split(inputs)[3]
+        folded = _fold_vmap(self, inputs, axes, (0, 1, 2), mask)
+        return folded or _expand("vmap", lambda ins: [self._graph(ins)], inputs, axes)
+
+
+@dataclass(frozen=True)
+class ScaledDotProductAttentionVJP(_ByGraph, _Attention):
+    """The attention backward: inputs those of the forward and the output's cotangent, outputs
+    the gradients of (q, k, v, [sinks]). One kernel, per (batch, kv head), probabilities
+    recomputed blockwise (no scores materialised), GQA without repeating K/V. Its transforms
+    are the forward graph's gradient's (`_ByGraph`), its vmap folds into the batch as the
+    forward's does."""
+
+    def abstract_eval(self, *ins):
+        q, k, v, _, sinks = self._split(ins[:-1])
+        return [(a.shape, a.dtype) for a in (q, k, v, sinks) if a is not None]
+
+    def _fwd(self):
+        return ScaledDotProductAttention(self.scale, self.causal, self.mask, self.sinks)
+
+    def _graph(self, ins):
+        n = len(ins) - 1
+        return _backward_graph(self._fwd(), ins, [0, 1, 2] + ([n - 1] if self.sinks else []))
+
+    def eval_cpu(self, *ins):
+        q, k, v, mask, sinks = self._split(ins[:-1])
+        dt = q.dtype
+        ct = _ct(dt)
+        B, N, Tq, Dk = q.shape
+        nkv, Tk, Dv = k.shape[1], k.shape[2], v.shape[3]
+        if 0 in (B, N, Tq, Tk):
+            return [np.zeros(a.shape, dt) for a in (q, k, v, sinks) if a is not None]
+        qs, scale = _scaled_q(q, self.scale, ct)
+        g = ins[-1]
+        K = _kernels()
+        if K is None or not _native_types(dt, dt):
+            grads = self._numpy(qs, k.astype(ct), v.astype(ct), mask, sinks, g.astype(ct), scale,
+                                dt)
+        else:
+            grads = [np.empty(a.shape, ct) for a in (q, k, v)]
+            dsk = np.empty((B * nkv, N // nkv), ct)
+            args = _sdpa_operands(self, qs, k, v, mask, sinks, dt)
+            args += (_as_rows(_c(g, ct)), scale, *map(_as_rows, grads), dsk)
+            _run(K.sdpa_bwd, B * nkv, args,
+                 N // nkv * Tq * Tk * 2 * (Dk + Dv))
+            grads.append(dsk.reshape(B, N).sum(axis=0) if sinks is not None else None)
+        return [a.astype(dt, copy=False) for a in grads if a is not None]
+
+    def _numpy(self, qs, k, v, mask, sinks, g, scale, dt):
+        """The NumPy path (compute-dtype inputs): dq, dk, dv, dsinks (None without)."""
+        p, psink, keep = self._probs_np(qs, k, mask, sinks, dt)
+        nkv = k.shape[1]
+        t = lambda a: np.swapaxes(a, -1, -2)  # noqa: E731
+        dp = self._grouped(g, t(v), nkv)
+        dd = np.sum(p * dp, axis=-1, keepdims=True)
+        ds = p * (dp - dd)
+        if keep is not None:
+            ds = np.where(keep, ds, 0)
+        dq = self._grouped(ds, k, nkv) * scale
+        by_kv = lambda a: a.reshape(a.shape[:1] + (nkv, -1) + a.shape[3:])  # noqa: E731
+        dk = np.matmul(t(by_kv(ds)), by_kv(qs))
+        dv = np.matmul(t(by_kv(p)), by_kv(g))
+        dsk = None if psink is None else -np.sum(psink * dd, axis=(0, 2, 3))
+        return [dq, dk, dv, dsk]
+
+    def vmap(self, inputs, axes):
+        mask = self._split(inputs[:-1])[3]
+        n = len(inputs)
+        # with sinks, folding would sum their gradient over the vmapped axis too
+        folded = None if self.sinks else _fold_vmap(self, inputs, axes, (0, 1, 2, n - 1), mask)
+        return folded or super().vmap(inputs, axes)

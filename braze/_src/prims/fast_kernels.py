@@ -274,6 +274,84 @@ def _jit_sdpa(py_func):
     return _jit(py_func, fastmath={"reassoc", "nsz", "contract"})
 
 
+def _inline_sdpa(py_func):
+    """Inlined in Numba's IR: `_probs` compiled on its own gave the attention kernels code
+    that differed in the last bit between a fresh build and one loaded from the cache."""
+    return _jit(py_func, fastmath={"reassoc", "nsz", "contract"}, inline="always")
+
+
+@_inline_sdpa
+def _probs(q, k, mask, mstride, sinks, tq, tk, rep, causal, mask_kind, has_sinks, fmin, mode,
+           b, kh, r0, nr, qbase, kbase, s, lims, pm, ps):
+    """The attention probabilities of the `nr` query rows r0.. of kv head `kh` of batch `b`
+    (q rows qbase.., k rows kbase..): row rr sees keys j < lims[rr] (the causal limit, lower-
+    right aligned: row i sees keys j <= i + Tk - Tq), whose probabilities go to s[rr, j];
+    pm[rr] is the probability of each key past the limit, ps[rr] the sink's. Per row: the
+    scores (rounded like the graph's matmul), the mask (flat, row (b, h, i) at `mstride` .
+    (b, h, i): a bool mask, as 0 / 1, keeps or puts `fmin`, additive adds), the sink logit,
+    the softmax in float32 (exp(s - max) / sum, each probability rounded). Returns the number
+    of keys with a nonzero probability in some row (a prefix)."""
+    dk = q.shape[1]
+    z = q.dtype.type(0)
+    jmax = 0
+    for rr in range(nr):
+        lim = tk
+        if causal:
+            lim = min(tk, max(0, (r0 + rr) % tq + tk - tq + 1))
+        lims[rr] = lim
+        jmax = max(jmax, lim)
+    for j in range(jmax):
+        for rr in range(nr):
+            if j < lims[rr]:
+                dot = z
+                for d in range(dk):
+                    dot += q[qbase + rr, d] * k[kbase + j, d]
+                s[rr, j] = dot
+    jend = jmax
+    for rr in range(nr):
+        r = r0 + rr
+        h = kh * rep + r // tq
+        lim = lims[rr]
+        if mode != 0:
+            for j in range(lim):
+                s[rr, j] = rnd(s[rr, j], mode)
+        m0 = b * mstride[0] + h * mstride[1] + (r % tq) * mstride[2]
+        if mask_kind == 1:
+            for j in range(lim):
+                if mask[m0 + j] == 0:
+                    s[rr, j] = fmin
+        elif mask_kind == 2:
+            for j in range(lim):
+                s[rr, j] = rnd(s[rr, j] + mask[m0 + j], mode)
+        m = _row_max(s, rr, lim)
+        if lim < tk and fmin > m:
+            m = fmin
+        if has_sinks and sinks[h] > m:
+            m = sinks[h]
+        den = z
+        for j in range(lim):
+            e = fexp(s[rr, j] - m)
+            s[rr, j] = e
+            den += e
+        em = z
+        if lim < tk:
+            em = fexp(fmin - m)
+            den += em * (tk - lim)
+        es = fexp(sinks[h] - m) if has_sinks else z
+        den += es
+        if mode == 0:
+            for j in range(lim):
+                s[rr, j] = s[rr, j] / den
+        else:
+            for j in range(lim):
+                s[rr, j] = rnd(s[rr, j] / den, mode)
+        pm[rr] = rnd(em / den, mode)
+        ps[rr] = rnd(es / den, mode)
+        if pm[rr] != 0:
+            jend = tk
+    return jend
+
+
 @_jit_sdpa
 def sdpa(start, stop, q, k, v, mask, mstride, sinks, tq, tk, nkv, rep, causal, mask_kind,
          has_sinks, fmin, mode, rb, out):
@@ -281,86 +359,28 @@ def sdpa(start, stop, q, k, v, mask, mstride, sinks, tq, tk, nkv, rep, causal, m
     k and v (B * Nkv * Tk, D). A task is a block of at most `rb` query rows of one (batch, kv
     head); those rows are contiguous (the kv head's `rep` query heads one after another,
     query head h = kv_head * rep + r // Tq, row i = r % Tq), so each key and value row is
-    loaded once for the whole block and K/V are never repeated. q is pre-scaled. Per query
-    row: the scores (rounded like the graph's matmul), the mask (flat, row (b, h, i) at
-    `mstride` . (b, h, i): a bool mask, as 0 / 1, keeps or puts `fmin`, additive adds), the
-    causal limit (lower-right aligned: row i sees keys
-    j <= i + Tk - Tq), the sink logit, the softmax in float32 (exp(s - max) / sum, each
-    probability rounded), then p @ v."""
-    dk, dv = q.shape[1], v.shape[1]
+    loaded once for the whole block and K/V are never repeated. q is pre-scaled. Per block:
+    the probabilities (`_probs`), then p @ v."""
+    dv = v.shape[1]
     nrows = rep * tq
     nblk = (nrows + rb - 1) // rb
-    q_off = tk - tq
     z = q.dtype.type(0)
     s = np.empty((rb, tk), q.dtype)
     acc = np.empty((rb, dv), q.dtype)
-    pm = np.empty(rb, q.dtype)  # the probability of a causally masked key, per row
+    pm = np.empty(rb, q.dtype)
+    ps = np.empty(rb, q.dtype)
     lims = np.empty(rb, np.int64)
     for task in range(start, stop):
         blk = task % nblk
         bk = task // nblk  # b * nkv + kv head
         b = bk // nkv
-        kh = bk - b * nkv
         r0 = blk * rb
         nr = min(nrows, r0 + rb) - r0
         qbase = bk * nrows + r0  # = (b * nq + kh * rep) * tq + r0
         kbase = bk * tk
-        jmax = 0
+        jend = _probs(q, k, mask, mstride, sinks, tq, tk, rep, causal, mask_kind, has_sinks,
+                      fmin, mode, b, bk - b * nkv, r0, nr, qbase, kbase, s, lims, pm, ps)
         for rr in range(nr):
-            lim = tk
-            if causal:
-                lim = min(tk, max(0, (r0 + rr) % tq + q_off + 1))
-            lims[rr] = lim
-            jmax = max(jmax, lim)
-        for j in range(jmax):
-            for rr in range(nr):
-                if j < lims[rr]:
-                    dot = z
-                    for d in range(dk):
-                        dot += q[qbase + rr, d] * k[kbase + j, d]
-                    s[rr, j] = dot
-        jend = jmax
-        for rr in range(nr):
-            r = r0 + rr
-            h = kh * rep + r // tq
-            i = r % tq
-            lim = lims[rr]
-            if mode != 0:
-                for j in range(lim):
-                    s[rr, j] = rnd(s[rr, j], mode)
-            m0 = b * mstride[0] + h * mstride[1] + i * mstride[2]
-            if mask_kind == 1:
-                for j in range(lim):
-                    if mask[m0 + j] == 0:
-                        s[rr, j] = fmin
-            elif mask_kind == 2:
-                for j in range(lim):
-                    s[rr, j] = rnd(s[rr, j] + mask[m0 + j], mode)
-            m = _row_max(s, rr, lim)
-            if lim < tk and fmin > m:
-                m = fmin
-            if has_sinks and sinks[h] > m:
-                m = sinks[h]
-            den = z
-            for j in range(lim):
-                e = fexp(s[rr, j] - m)
-                s[rr, j] = e
-                den += e
-            em = z
-            if lim < tk:
-                em = fexp(fmin - m)
-                den += em * (tk - lim)
-            if has_sinks:
-                den += fexp(sinks[h] - m)
-            if mode == 0:
-                for j in range(lim):
-                    s[rr, j] = s[rr, j] / den
-            else:
-                for j in range(lim):
-                    s[rr, j] = rnd(s[rr, j] / den, mode)
-            pm[rr] = rnd(em / den, mode)
-            if pm[rr] != 0:
-                jend = tk
             for d in range(dv):
                 acc[rr, d] = z
         for j in range(jend):
@@ -372,3 +392,89 @@ def sdpa(start, stop, q, k, v, mask, mstride, sinks, tq, tk, nkv, rep, causal, m
         for rr in range(nr):
             for d in range(dv):
                 out[qbase + rr, d] = rnd(acc[rr, d], mode)
+
+
+@_jit_sdpa
+def _score_grads(v, g, mask, mstride, tq, rep, mask_kind, b, kh, r0, nr, qbase, kbase, s,
+                 lims, ps, dp, dsk):
+    """The score gradients of a block of rows (the arguments as `_probs`, whose probabilities
+    s holds): dp = g @ v^T, then dS = P * (dP - D) with D = sum(P * dP) (the softmax's vjp)
+    into dp, 0 where a bool mask puts `fmin` (no gradient flows through the masked value);
+    the sink logit's gradient -P_sink * D is added to dsk[h - kh * rep]."""
+    dv = v.shape[1]
+    z = v.dtype.type(0)
+    jmax = 0
+    for rr in range(nr):
+        jmax = max(jmax, lims[rr])
+    for j in range(jmax):
+        for rr in range(nr):
+            if j < lims[rr]:
+                dot = z
+                for d in range(dv):
+                    dot += g[qbase + rr, d] * v[kbase + j, d]
+                dp[rr, j] = dot
+    for rr in range(nr):
+        lim = lims[rr]
+        dd = z
+        for j in range(lim):
+            dd += s[rr, j] * dp[rr, j]
+        hr = (r0 + rr) // tq
+        dsk[hr] -= ps[rr] * dd
+        for j in range(lim):
+            dp[rr, j] = s[rr, j] * (dp[rr, j] - dd)
+        if mask_kind == 1:
+            m0 = b * mstride[0] + (kh * rep + hr) * mstride[1] + (r0 + rr) % tq * mstride[2]
+            for j in range(lim):
+                if mask[m0 + j] == 0:
+                    dp[rr, j] = z
+
+
+@_jit_sdpa
+def sdpa_bwd(start, stop, q, k, v, mask, mstride, sinks, tq, tk, nkv, rep, causal, mask_kind,
+             has_sinks, fmin, mode, rb, g, scale, dq, dk, dv, dsk):
+    """The attention backward for tasks [start, stop), one per (batch, kv head) (the forward's
+    arguments, g the output's cotangent as q's rows): its rep * Tq query rows in blocks of
+    `rb`, each block's probabilities recomputed (`_probs`), then dq = scale * dS @ k and, over
+    all the blocks, dk += dS^T @ q (q pre-scaled), dv += P^T @ g into the task's own key rows
+    (no other task writes them), and dsk[task, r] the gradient of query head kh * rep + r's
+    sink logit from this batch element."""
+    nd, ndv = q.shape[1], v.shape[1]
+    nrows = rep * tq
+    z = q.dtype.type(0)
+    s = np.empty((rb, tk), q.dtype)
+    dp = np.empty((rb, tk), q.dtype)
+    acc = np.empty((rb, nd), q.dtype)
+    pm = np.empty(rb, q.dtype)
+    ps = np.empty(rb, q.dtype)
+    lims = np.empty(rb, np.int64)
+    for bk in range(start, stop):
+        b = bk // nkv
+        kh = bk - b * nkv
+        kbase = bk * tk
+        dk[kbase:kbase + tk] = z
+        dv[kbase:kbase + tk] = z
+        dsk[bk] = z
+        for r0 in range(0, nrows, rb):
+            nr = min(nrows, r0 + rb) - r0
+            qbase = bk * nrows + r0
+            jend = _probs(q, k, mask, mstride, sinks, tq, tk, rep, causal, mask_kind,
+                          has_sinks, fmin, mode, b, kh, r0, nr, qbase, kbase, s, lims, pm, ps)
+            _score_grads(v, g, mask, mstride, tq, rep, mask_kind, b, kh, r0, nr, qbase, kbase,
+                         s, lims, ps, dp, dsk[bk])
+            acc[:nr] = z
+            for j in range(jend):
+                for rr in range(nr):
+                    p = pm[rr]
+                    if j < lims[rr]:
+                        p = s[rr, j]
+                        ds = dp[rr, j]
+                        if ds != 0:
+                            for d in range(nd):
+                                acc[rr, d] += ds * k[kbase + j, d]
+                                dk[kbase + j, d] += ds * q[qbase + rr, d]
+                    if p != 0:
+                        for d in range(ndv):
+                            dv[kbase + j, d] += p * g[qbase + rr, d]
+            for rr in range(nr):
+                for d in range(nd):
+                    dq[qbase + rr, d] = acc[rr, d] * scale
