@@ -11,7 +11,8 @@ With --fused: what a user sees, side by side in one run. For each op, eager NumP
 `op(x) * 2.0` (two NumPy passes, its SIMD transcendentals) against braze's fused kernel
 `mx.compile(lambda x: op(x) * 2.0)` (one generated Numba loop calling lib/math.py or
 lib/scalar.py), in float32 and float64, inputs uniform in (0.1, 0.9) (binary ops: both
-operands), min of --repeat runs; default N 4 Mi there.
+operands), min of --repeat runs (NumPy: the faster of allocating its results and writing
+into a preallocated one); default N 4 Mi there.
 
     python benchmarks/mathlib_bench.py [--n 16777216] [--repeat 5] [--only exp,sin]
     python benchmarks/mathlib_bench.py --fused [--n 4194304] [--repeat 5] [--only sin,power]
@@ -148,6 +149,13 @@ def fused(n, repeat, names):
            f"{'f64 numpy':>10s} {'f64 fused':>10s} {'ratio':>6s}")
     print(hdr)
     print("-" * len(hdr))
+    floor = []
+    for dt, mdt in ((np.float32, mx.float32), (np.float64, mx.float64)):
+        x = mx.array(rng.uniform(0.1, 0.9, n).astype(dt), dtype=mdt)
+        f = mx.compile(lambda a: a * 2.0 + 1.0)
+        floor.append(_min_time(lambda: mx.eval(f(x)), repeat))
+    print(f"{'(x*2+1)':8s} {'':10s} {floor[0] * 1e3:10.2f} {'':6s}   {'':10s} "
+          f"{floor[1] * 1e3:10.2f}   <- a memory-bound fused kernel: the floor", flush=True)
     for name in names:
         cells = []
         for dt in (np.float32, np.float64):
@@ -156,6 +164,12 @@ def fused(n, repeat, names):
                 xs = [x + dt(1.0) for x in xs]
             np_fn, mx_fn = getattr(np, name), getattr(mx, name)
             t_np = _min_time(lambda: np_fn(*xs) * 2.0, repeat)
+            o = np.empty_like(xs[0])
+
+            def np_out():  # no allocation (page faults) in NumPy's time
+                np_fn(*xs, out=o)
+                np.multiply(o, 2.0, out=o)
+            t_np = min(t_np, _min_time(np_out, repeat))
             ms = [mx.array(x, dtype=mx.float32 if dt == np.float32 else mx.float64)
                   for x in xs]
             f = mx.compile(lambda *a: mx_fn(*a) * 2.0)

@@ -21,9 +21,10 @@ Conventions
 * All functions are `numba.njit(inline="always", error_model="numpy")`. No fastmath flags are
   used: `nnan`/`ninf` would break the NaN/Inf semantics, and the exact-rounding tricks below
   (magic-constant rounding, Cody-Waite splits) rely on strict IEEE evaluation. The one
-  exception is explicit: `_mad32(a, b, c)` (LLVM's `fmuladd`) in exp_f32 and erf_f32, a fused
-  multiply-add where the CPU has one, whose results stay within the tested bounds either way
-  (those tricks hold fused or not); it halves the cost of a polynomial step.
+  exception is explicit: `_mad32(a, b, c)` / `_mad64` (LLVM's `fmuladd`) in the polynomial
+  steps (and exp's reductions), a fused multiply-add where the CPU has one, whose results stay
+  within the tested bounds either way (those tricks hold fused or not); it halves the cost of
+  a polynomial step.
 
 How the renderer uses this module
 ---------------------------------
@@ -112,6 +113,19 @@ def _mad32(typingctx, a, b, c):
                                               fnty=ir.FunctionType(f, [f, f, f]))
         return builder.call(fn, args)
     return types.float32(types.float32, types.float32, types.float32), codegen
+
+
+@intrinsic
+def _mad64(typingctx, a, b, c):
+    """a * b + c in float64 through LLVM's `fmuladd` (see _mad32)."""
+    def codegen(context, builder, signature, args):
+        f = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fmuladd", [f],
+                                              fnty=ir.FunctionType(f, [f, f, f]))
+        args = [context.cast(builder, v, t, types.float64)
+                for v, t in zip(args, signature.args)]
+        return builder.call(fn, args)
+    return types.float64(a, b, c), codegen
 
 
 def _wrapping(op):
@@ -220,10 +234,11 @@ def _log_parts32(x):
     e = e + 1 if big else e
     f = m - F(1.0)
     z = f * f
-    p = (((((((F(7.0376836292e-2) * f - F(1.1514610310e-1)) * f + F(1.1676998740e-1)) * f
-             - F(1.2420140846e-1)) * f + F(1.4249322787e-1)) * f - F(1.6668057665e-1)) * f
-          + F(2.0000714765e-1)) * f - F(2.4999993993e-1)) * f + F(3.3333331174e-1)
-    t = f * z * p - F(0.5) * z
+    p = _mad32(_mad32(_mad32(_mad32(_mad32(_mad32(_mad32(_mad32(
+        F(7.0376836292e-2), f, F(-1.1514610310e-1)), f, F(1.1676998740e-1)), f,
+        F(-1.2420140846e-1)), f, F(1.4249322787e-1)), f, F(-1.6668057665e-1)), f,
+        F(2.0000714765e-1)), f, F(-2.4999993993e-1)), f, F(3.3333331174e-1))
+    t = _mad32(f * z, p, F(-0.5) * z)
     return e, f, t
 
 
@@ -328,18 +343,34 @@ def _exp2_64(t):
     k = s - _MAGIC64
     n = _f64_bits(s) - _MAGIC64_BITS
     f = (tc - k) * _LN2                  # |f| <= ln2/2, exact subtraction
-    p = (((((((((((2.08767569878681e-09 * f + 2.505210838544172e-08) * f
-                  + 2.755731922398589e-07) * f + 2.7557319223985893e-06) * f
-                + 2.48015873015873e-05) * f + 0.0001984126984126984) * f
-              + 0.001388888888888889) * f + 0.008333333333333333) * f
-            + 0.041666666666666664) * f + 0.16666666666666666) * f + 0.5) * f + 1.0) * f + 1.0
+    p = _mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(
+        2.08767569878681e-09, f, 2.505210838544172e-08), f, 2.755731922398589e-07), f,
+        2.7557319223985893e-06), f, 2.48015873015873e-05), f, 0.0001984126984126984), f,
+        0.001388888888888889), f, 0.008333333333333333), f, 0.041666666666666664), f,
+        0.16666666666666666), f, 0.5), f, 1.0), f, 1.0)
     res = _scale64(p, n)
     return t if t != t else res
 
 
 @_jit
-def _exp64(x):
-    return _exp2_64(x * _LOG2E)
+def _expm1_64(d):
+    """e**d - 1 for float64 d, to float32 accuracy (relative error below 2**-40): d clamped to
+    [-104, 100] (beyond, float32 results are -1 or inf anyway; NaN gives 0), d = k ln2 + f
+    with |f| <= ln2/2, the Taylor series of expm1(f) to f**9 (truncation below 2**-35 of the
+    result), then 2**k expm1(f) + (2**k - 1) (exact scale, one rounding: no cancellation
+    matters at float32 precision)."""
+    dc = min(max(d, -104.0), 100.0)
+    dc = dc if dc == dc else 0.0
+    t = _mad64(dc, _LOG2E, _MAGIC64)
+    k = t - _MAGIC64
+    n = _f64_bits(t) - _MAGIC64_BITS
+    f = _mad64(k, -_LN2, dc)
+    q = _mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(
+        1.0 / 362880.0, f, 1.0 / 40320.0), f, 1.0 / 5040.0), f, 1.0 / 720.0), f,
+        1.0 / 120.0), f, 1.0 / 24.0), f, 1.0 / 6.0), f, 0.5)
+    p = _mad64(f * f, q, f)
+    sc = _bits_f64((n + 1023) << 52)
+    return _mad64(sc, p, sc - 1.0)
 
 
 @_jit
@@ -353,9 +384,10 @@ def _log_parts64(d):
     e = e + 1 if big else e
     s = (m - 1.0) / (m + 1.0)
     z = s * s
-    p = (((((((z * (1.0 / 17.0) + 1.0 / 15.0) * z + 1.0 / 13.0) * z + 1.0 / 11.0) * z
-            + 1.0 / 9.0) * z + 1.0 / 7.0) * z + 1.0 / 5.0) * z + 1.0 / 3.0) * z
-    return np.float64(e), (s + s) + (s + s) * p
+    p = _mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(
+        1.0 / 17.0, z, 1.0 / 15.0), z, 1.0 / 13.0), z, 1.0 / 11.0), z, 1.0 / 9.0), z,
+        1.0 / 7.0), z, 1.0 / 5.0), z, 1.0 / 3.0) * z
+    return np.float64(e), _mad64(s + s, p, s + s)
 
 
 @_jit
@@ -387,10 +419,11 @@ def _atan64(t):
     z = -1.0 / a if big else ((a - 1.0) / (a + 1.0) if mid else a)
     base = _PIO2 if big else (_PIO4 if mid else 0.0)
     w = z * z
-    p = (((((((0.030713057633515548 * w - 0.05877988110470062) * w + 0.07564677729790577) * w
-             - 0.09078534136812655) * w + 0.1111039654196649) * w - 0.14285690930276718) * w
-          + 0.19999999615897507) * w - 0.333333333308956) * w + 0.9999999999999746
-    return _copysign64(base + z * p, t)
+    p = _mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(
+        0.030713057633515548, w, -0.05877988110470062), w, 0.07564677729790577), w,
+        -0.09078534136812655), w, 0.1111039654196649), w, -0.14285690930276718), w,
+        0.19999999615897507), w, -0.333333333308956), w, 0.9999999999999746)
+    return _copysign64(_mad64(z, p, base), t)
 
 
 # ============================================================================================
@@ -398,11 +431,8 @@ def _atan64(t):
 # ============================================================================================
 @_jit
 def expm1_f32(x):
-    d = np.float64(x)
-    small = d * (1.0 + d * (0.5 + d * (1.0 / 6.0 + d * (1.0 / 24.0 + d * (1.0 / 120.0
-                                                                         + d * (1.0 / 720.0))))))
-    large = _exp64(d) - 1.0
-    return np.float32(small if abs(d) < 0.03125 else large)
+    res = np.float32(_expm1_64(np.float64(x)))
+    return x if (x != x or x == F(0.0)) else res        # NaN and -0 kept
 
 
 @_jit
@@ -414,18 +444,18 @@ def log1p_f32(x):
 
 @_jit
 def sinh_f32(x):
-    a = abs(np.float64(x))
-    z = a * a
-    small = a + a * z * (1.0 / 6.0 + z * (1.0 / 120.0 + z * (1.0 / 5040.0)))
-    e = _exp64(a)
-    large = 0.5 * e - 0.5 / e
-    return np.float32(_copysign64(small if a < 0.03125 else large, np.float64(x)))
+    """sinh(a) = (m + m / (m + 1)) / 2 with m = expm1(a), a = |x|: no cancellation anywhere."""
+    d = np.float64(x)
+    m = _expm1_64(abs(d))
+    res = np.float32(_copysign64(0.5 * (m + m / (m + 1.0)), d))
+    return x if x != x else res
 
 
 @_jit
 def cosh_f32(x):
-    e = _exp64(abs(np.float64(x)))
-    return np.float32(0.5 * e + 0.5 / e)
+    e = _expm1_64(abs(np.float64(x))) + 1.0
+    res = np.float32(0.5 * e + 0.5 / e)
+    return x if x != x else res
 
 
 # -- trigonometric: exact range reduction ----------------------------------------------------
@@ -488,11 +518,15 @@ def _reduce_pio2(x):
 
 @_jit
 def _sincos_poly(r):
+    """(sin r, cos r) for |r| <= pi/4 (a little more when the quadrant rounds the other
+    way): Taylor series to r**11 and r**12, truncation below 2**-36 relative."""
     z = r * r
-    s = r * (1.0 + z * (-1.0 / 6.0 + z * (1.0 / 120.0 + z * (-1.0 / 5040.0 + z * (
-        1.0 / 362880.0 + z * (-1.0 / 39916800.0 + z * (1.0 / 6227020800.0)))))))
-    c = 1.0 + z * (-0.5 + z * (1.0 / 24.0 + z * (-1.0 / 720.0 + z * (1.0 / 40320.0 + z * (
-        -1.0 / 3628800.0 + z * (1.0 / 479001600.0))))))
+    s = _mad64(r * z, _mad64(_mad64(_mad64(_mad64(
+        -1.0 / 39916800.0, z, 1.0 / 362880.0), z, -1.0 / 5040.0), z, 1.0 / 120.0), z,
+        -1.0 / 6.0), r)
+    c = _mad64(z, _mad64(_mad64(_mad64(_mad64(_mad64(
+        1.0 / 479001600.0, z, -1.0 / 3628800.0), z, 1.0 / 40320.0), z, -1.0 / 720.0), z,
+        1.0 / 24.0), z, -0.5), 1.0)
     return s, c
 
 
