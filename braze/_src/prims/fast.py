@@ -173,6 +173,7 @@ def _norm_eval(x, w, b, eps, out_dt, rms):
     return out.reshape(x.shape).astype(out_dt, copy=False)
 
 
+_ROPE_TABLES: dict = {}  # Rope._tables' last results (shared: nothing writes them)
 _BLOCK = 64  # rows per block of a backward kernel (one partial weight gradient per block)
 
 
@@ -451,7 +452,22 @@ class Rope(Primitive):
                           self.inverse)
 
     def _tables(self, x, offset, freqs):
-        """cos and sin of the angles, (1 or B, T, dims / 2), rounded to x's dtype."""
+        """cos and sin of the angles, (1 or B, T, dims / 2), rounded to x's dtype; kept for
+        the last few (parameters, positions): a decoder's layers all ask for one token's."""
+        if freqs is not None:
+            return self._angles(x, offset, freqs)
+        off = np.asarray(offset)
+        key = (self.dims, self.base, self.scale, self.inverse, x.dtype, x.shape[-2],
+               off.dtype, off.tobytes())
+        got = _ROPE_TABLES.get(key)
+        if got is None:
+            got = self._angles(x, offset, None)
+            if len(_ROPE_TABLES) >= 16:
+                _ROPE_TABLES.pop(next(iter(_ROPE_TABLES)))
+            _ROPE_TABLES[key] = got
+        return got
+
+    def _angles(self, x, offset, freqs):
         ft = _ct(x.dtype)
         half = self.dims // 2
         T = x.shape[-2]
