@@ -314,10 +314,13 @@ def _libm(name):
          "arctanh": lambda v: math.atanh(v), "sin": lambda v: math.sin(v),
          "cos": lambda v: math.cos(v), "tan": lambda v: math.tan(v),
          "expm1": lambda v: math.expm1(v), "sinh": lambda v: math.sinh(v),
-         "cosh": lambda v: math.cosh(v)}[name])
+         "cosh": lambda v: math.cosh(v), "log": lambda v: math.log(v),
+         "log2": lambda v: math.log2(v), "log10": lambda v: math.log10(v),
+         "log1p": lambda v: math.log1p(v)}[name])
 
 
-SWEPT = ["arcsinh", "arccosh", "arctanh", "sin", "cos", "tan", "expm1", "sinh", "cosh"]
+SWEPT = ["arcsinh", "arccosh", "arctanh", "sin", "cos", "tan", "expm1", "sinh", "cosh", "log",
+         "log2", "log10", "log1p"]
 
 
 def run_sweep(name, step):

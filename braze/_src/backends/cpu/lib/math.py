@@ -11,10 +11,12 @@ Conventions
 * `<name>_f32(x)`: float32 in, float32 out, accurate to a few ulp over the whole domain (tested
   within 4 ulp of a float64 NumPy reference rounded to float32, see tests/test_mathlib.py) with
   NaN/Inf exactly where NumPy has them, ±0 signs kept where IEEE keeps them, denormals handled.
-  exp, log/log2/log10, tanh, sigmoid and erf compute in float32 arithmetic (8 or 16 lanes);
-  the others compute in float64 internally (4 or 8 lanes, still vectorized), which is what their
-  accuracy needs: sin/cos/tan (exact Payne-Hanek-style range reduction for every |x| >= pi/4,
-  sin(1e30) included), pow, expm1, log1p, sinh, cosh, the inverse trigonometric functions, erfinv.
+  exp, log/log2/log10/log1p, tanh, sigmoid and erf compute in float32 arithmetic (8 or 16
+  lanes); arcsinh/arccosh/arctanh form their log's argument in float64 and take the log in
+  float32 (`_log_w32`); the others compute in float64 internally (4 or 8 lanes, still
+  vectorized), which is what their accuracy needs: sin/cos/tan (exact Payne-Hanek-style range
+  reduction for every |x| >= pi/4, sin(1e30) included), pow, expm1, sinh, cosh, the inverse
+  trigonometric functions, erfinv.
 * `<name>_f64(x)`: float64 versions. These are the documented fallback: they call libm through
   `math.*` (scalar calls; float64 kernels with transcendentals do not vectorize). `erfinv_f64`
   (no libm erfinv) and `sigmoid_f64` are written here.
@@ -156,6 +158,9 @@ _MAGIC64 = 6755399441055744.0            # 1.5 * 2**52
 _MAGIC64_BITS = 0x4338000000000000
 _LOG2E32 = F(1.44269504088896341)
 _LN2HI32, _LN2LO32 = F(0.693359375), F(-2.12194440e-4)   # Cephes split: n * HI is exact
+_LOG2EA32 = F(0.44269504088896340736)  # log2(e) - 1
+_L102A32, _L102B32 = F(3.0078125e-1), F(2.48745663981195213739e-4)  # log10(2) = A + B
+_L10EA32, _L10EB32 = F(4.3359375e-1), F(7.00731903251827651129e-4)  # log10(e) = A + B
 _SIGN32 = -0x80000000                    # float32 sign bit as an int32
 _SIGN64 = -0x8000000000000000
 _LN2 = 0.6931471805599453
@@ -253,24 +258,55 @@ def _log_special32(x, res):
 
 @_jit
 def log_f32(x):
-    """Natural logarithm (Cephes logf polynomial; the final sum is formed in float64)."""
+    """Natural logarithm: Cephes logf, in float32 (ln2 split in two, the small terms added
+    first)."""
     e, f, t = _log_parts32(x)
-    res = np.float32(e * _LN2 + (np.float64(f) + np.float64(t)))
+    ef = np.float32(e)
+    res = _mad32(ef, _LN2HI32, f + _mad32(ef, _LN2LO32, t))
     return _log_special32(x, res)
 
 
 @_jit
 def log2_f32(x):
+    """Cephes log2f: log2(x) = e + (f + t) log2(e), log2(e) = 1 + L with the product by 1
+    exact: e + f + t + (f + t) L."""
     e, f, t = _log_parts32(x)
-    res = np.float32(e + (np.float64(f) + np.float64(t)) * _LOG2E)
+    z = _mad32(t, _LOG2EA32, f * _LOG2EA32) + t
+    res = (z + f) + np.float32(e)
     return _log_special32(x, res)
 
 
 @_jit
 def log10_f32(x):
+    """Cephes log10f: log10(2) and log10(e) each split in a short head (exact products) and
+    a tail."""
     e, f, t = _log_parts32(x)
-    res = np.float32(e * _LOG10_2 + (np.float64(f) + np.float64(t)) * _LOG10E)
+    ef = np.float32(e)
+    z = _mad32(ef, _L102B32, _mad32(f, _L10EB32, t * _L10EB32))
+    z = _mad32(f, _L10EA32, _mad32(t, _L10EA32, z))
+    res = _mad32(ef, _L102A32, z)
     return _log_special32(x, res)
+
+
+@_jit
+def _log_hl32(h, lo, k):
+    """log(h + lo) + k ln2 in float32 arithmetic, for float32 h >= 1 (or inf, NaN, negative:
+    the IEEE results) and |lo| <= ulp(h): the relative rest lo / h (below 2**-23, so
+    log(1 + rest) = rest to 2**-47) is added to logf's small terms. What log1p and the inverse
+    hyperbolics need: the bits of their argument that one float32 would lose (1 + x for small
+    x)."""
+    rest = lo / h
+    e, f, t = _log_parts32(h)
+    ef = np.float32(e + k)
+    res = _mad32(ef, _LN2HI32, f + _mad32(ef, _LN2LO32, t + rest))
+    return _log_special32(h, res)
+
+
+@_jit
+def _log_w32(w, k):
+    """log(w) + k ln2 for a float64 w >= 1 (see _log_hl32)."""
+    h = np.float32(w)
+    return _log_hl32(h, np.float32(w - np.float64(h)), k)
 
 
 @_jit
@@ -336,19 +372,21 @@ def erf_f32(x):
 # ============================================================================================
 @_jit
 def _exp2_64(t):
-    """2**t for float64 t (any value; about 1e-16 relative error)."""
-    tc = min(max(t, -1100.0), 1100.0)
+    """2**t for float64 t, to float32 accuracy: t clamped to [-200, 200] (float32 results are
+    0 or inf beyond), Taylor series of e**f to f**8, |f| <= ln2/2 (truncation below 2**-32),
+    scaled by one exact power of two (a float32 denormal result is rounded once, by the
+    caller's conversion)."""
+    tc = min(max(t, -200.0), 200.0)
     tc = tc if tc == tc else 0.0
     s = tc + _MAGIC64
     k = s - _MAGIC64
     n = _f64_bits(s) - _MAGIC64_BITS
     f = (tc - k) * _LN2                  # |f| <= ln2/2, exact subtraction
-    p = _mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(
-        2.08767569878681e-09, f, 2.505210838544172e-08), f, 2.755731922398589e-07), f,
-        2.7557319223985893e-06), f, 2.48015873015873e-05), f, 0.0001984126984126984), f,
-        0.001388888888888889), f, 0.008333333333333333), f, 0.041666666666666664), f,
-        0.16666666666666666), f, 0.5), f, 1.0), f, 1.0)
-    res = _scale64(p, n)
+    p = _mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(_mad64(
+        2.48015873015873e-05, f, 0.0001984126984126984), f, 0.001388888888888889), f,
+        0.008333333333333333), f, 0.041666666666666664), f, 0.16666666666666666), f, 0.5), f,
+        1.0), f, 1.0)
+    res = p * _bits_f64((n + 1023) << 52)
     return t if t != t else res
 
 
@@ -437,8 +475,11 @@ def expm1_f32(x):
 
 @_jit
 def log1p_f32(x):
-    d = np.float64(x)
-    res = np.float32(_log64(1.0 + d))
+    h = x + F(1.0)                 # and its rounding error lo, exactly (Knuth's two-sum)
+    hb = h - x
+    lo = (x - (h - hb)) + (F(1.0) - hb)
+    lo = lo if abs(x) < _INF32 else F(0.0)
+    res = _log_hl32(h, lo, 0)
     return x if abs(x) < F(5.9604645e-08) else res    # |x| < 2**-24: log1p(x) rounds to x
 
 
@@ -595,19 +636,22 @@ def arctan2_f32(y, x):
 
 
 # -- inverse hyperbolic ----------------------------------------------------------------------
-# In float64 through _log64 (whose absolute error, about 2**-53, is what the small arguments
-# need: log(1 + u) for u >= 2**-12 keeps a relative error below 2**-40); below 2**-12 the
-# first two terms of the series, whose truncation error is below 2**-48 relative.
+# The logarithm's argument w >= 1 is formed in float64 (exact or rounded once) and its log taken
+# by _log_w32 (float32 arithmetic); above 2**13, acosh(x) and asinh(x) are log(2x) to 2**-28
+# (passed as log(x) + ln2: 2x would overflow float32). Below 2**-12 asinh and atanh are the
+# first two terms of their series (truncation below 2**-48 relative).
 @_jit
 def arcsinh_f32(x):
-    """asinh(x) = sign(x) * log1p(a + a**2 / (1 + sqrt(1 + a**2))), a = |x| (no cancellation;
-    a**2 cannot overflow in float64)."""
+    """asinh(x) = sign(x) * log1p(a + a**2 / (1 + sqrt(1 + a**2))), a = |x| (no
+    cancellation)."""
     d = np.float64(x)
     a = abs(d)
     z = a * a
-    big = _log64(1.0 + (a + z / (1.0 + math.sqrt(1.0 + z))))
-    small = a - a * z * (1.0 / 6.0)
-    res = np.float32(_copysign64(small if a < 2.44140625e-4 else big, d))
+    big = a >= 8192.0
+    w = a if big else 1.0 + (a + z / (1.0 + math.sqrt(1.0 + z)))
+    lg = _log_w32(w, 1 if big else 0)
+    small = np.float32(a - a * z * (1.0 / 6.0))
+    res = _copysign32(small if a < 2.44140625e-4 else lg, x)
     return res if abs(x) < _INF32 else x                # +-inf and NaN pass through
 
 
@@ -616,7 +660,8 @@ def arccosh_f32(x):
     """acosh(x) = log(x + sqrt(x**2 - 1)): x**2 - 1 is exact in float64 for a float32 x, so
     near 1 the result (about sqrt(2 (x - 1)) >= 2**-11) keeps its relative accuracy."""
     d = np.float64(x)
-    res = np.float32(_log64(d + math.sqrt(d * d - 1.0)))
+    big = d >= 8192.0
+    res = _log_w32(d if big else d + math.sqrt(d * d - 1.0), 1 if big else 0)
     return _NAN32 if x < F(1.0) else res
 
 
@@ -626,27 +671,31 @@ def arctanh_f32(x):
     rounded once; a = 1 gives inf, a > 1 a negative quotient (NaN)."""
     d = np.float64(x)
     a = abs(d)
-    big = 0.5 * _log64((1.0 + a) / (1.0 - a))
-    small = a + a * (a * a) * (1.0 / 3.0)
-    return np.float32(_copysign64(small if a < 2.44140625e-4 else big, d))
+    big = F(0.5) * _log_w32((1.0 + a) / (1.0 - a), 0)
+    small = np.float32(a + a * (a * a) * (1.0 / 3.0))
+    return _copysign32(small if a < 2.44140625e-4 else big, x)
 
 
 # -- power -------------------------------------------------------------------------------------
 @_jit
 def power_f32(x, y):
-    """x**y with C/NumPy pow semantics, as 2**(y * log2|x|) in float64."""
+    """x**y with C/NumPy pow semantics, as 2**(y * log2|x|) in float64. Whether y is an
+    integer, and an odd one, is read from its float32 bits (exponent e, 24-bit significand
+    m: an integer when the bits of m below 2**(23 - e) are zero)."""
     xd = np.float64(x)
     yd = np.float64(y)
     ax = abs(xd)
     ay = abs(yd)
     r = _exp2_64(yd * _log2_64(ax))
-    ys = min(ay, 16777216.0)
-    is_int = (ay >= 16777216.0) or ((ys + _MAGIC64) - _MAGIC64 == ys)
-    h = ys * 0.5
-    odd = is_int and (ay < 16777216.0) and ((h + _MAGIC64) - _MAGIC64 != h)
-    r = -r if (odd and _f64_bits(xd) < 0) else r
-    r = _NAN64 if (xd < 0.0 and ax < _INF64 and not is_int) else r
-    r = 1.0 if (yd == 0.0 or xd == 1.0 or (xd == -1.0 and ay == _INF64)) else r
+    iy = _f32_bits(y)
+    e23 = 150 - ((iy >> 23) & 0xFF)                    # 23 - e
+    sh = min(max(e23, 0), 31)                          # as a valid shift
+    m = (iy & 0x007FFFFF) | 0x00800000
+    is_int = (m & ((1 << sh) - 1)) == 0                # e < 0: never (y == 0 is handled below)
+    odd = is_int & (((m >> sh) & 1) == 1) & (e23 >= 0)
+    r = -r if (odd & (_f64_bits(xd) < 0)) else r
+    r = _NAN64 if ((xd < 0.0) & (ax < _INF64) & (not is_int)) else r
+    r = 1.0 if ((yd == 0.0) | (xd == 1.0) | ((xd == -1.0) & (ay == _INF64))) else r
     return np.float32(r)
 
 
