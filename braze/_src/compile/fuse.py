@@ -13,7 +13,7 @@ The rules are those of MLX's `compile_fuse`:
   root's output) and counts toward the `MAX_ARRAYS` (24) inputs-plus-outputs budget; when the
   budget is reached the group stops growing.
 - A group of one primitive is not fused, unless NumPy computes it several times slower than a
-  kernel (`numpy_slow`: logaddexp, erf, sigmoid, ...; MLX has no slow fallback to avoid).
+  kernel (`numpy_slow`: logaddexp, erf, sigmoid, ...): braze's unfused op is NumPy's.
 - Scalar constants among the group's inputs (size 1, data, no primitive, not function inputs)
   are baked into the KernelIR exactly.
 
