@@ -316,11 +316,11 @@ def _libm(name):
          "expm1": lambda v: math.expm1(v), "sinh": lambda v: math.sinh(v),
          "cosh": lambda v: math.cosh(v), "log": lambda v: math.log(v),
          "log2": lambda v: math.log2(v), "log10": lambda v: math.log10(v),
-         "log1p": lambda v: math.log1p(v)}[name])
+         "log1p": lambda v: math.log1p(v), "arctan": lambda v: math.atan(v)}[name])
 
 
 SWEPT = ["arcsinh", "arccosh", "arctanh", "sin", "cos", "tan", "expm1", "sinh", "cosh", "log",
-         "log2", "log10", "log1p"]
+         "log2", "log10", "log1p", "arctan"]
 
 
 def run_sweep(name, step):

@@ -118,6 +118,18 @@ def _mad32(typingctx, a, b, c):
 
 
 @intrinsic
+def _fma32(typingctx, a, b, c):
+    """a * b + c rounded once (LLVM's `fma`: the FMA instruction, a library call on CPUs
+    without one), for exact remainders."""
+    def codegen(context, builder, signature, args):
+        f = ir.FloatType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [f],
+                                              fnty=ir.FunctionType(f, [f, f, f]))
+        return builder.call(fn, args)
+    return types.float32(types.float32, types.float32, types.float32), codegen
+
+
+@intrinsic
 def _mad64(typingctx, a, b, c):
     """a * b + c in float64 through LLVM's `fmuladd` (see _mad32)."""
     def codegen(context, builder, signature, args):
@@ -161,6 +173,8 @@ _LN2HI32, _LN2LO32 = F(0.693359375), F(-2.12194440e-4)   # Cephes split: n * HI 
 _LOG2EA32 = F(0.44269504088896340736)  # log2(e) - 1
 _L102A32, _L102B32 = F(3.0078125e-1), F(2.48745663981195213739e-4)  # log10(2) = A + B
 _L10EA32, _L10EB32 = F(4.3359375e-1), F(7.00731903251827651129e-4)  # log10(e) = A + B
+_PIO2_HI32, _PIO2_LO32 = F(1.5707963267948966), F(1.5707963267948966 - float(F(1.5707963267948966)))
+_PIO4_HI32, _PIO4_LO32 = F(0.7853981633974483), F(0.7853981633974483 - float(F(0.7853981633974483)))
 _SIGN32 = -0x80000000                    # float32 sign bit as an int32
 _SIGN64 = -0x8000000000000000
 _LN2 = 0.6931471805599453
@@ -602,8 +616,36 @@ def tan_f32(x):
 
 # -- inverse trigonometric -------------------------------------------------------------------
 @_jit
+def _atan32(t):
+    """arctan in float32 arithmetic: Cephes atanf (reduction to |z| <= tan(pi/8) by
+    z = -1/a or z = (a - 1)/(a + 1), its odd polynomial), the base angle added as a float32
+    pair last. The quotient's rounding error zl is added back (results just below 0.5,
+    where an ulp is half as large, would otherwise see 2 ulp): a - 1 and a + 1 as exact
+    two-sums, the remainder of the division exact through a true fma."""
+    a = abs(t)
+    big = a > F(2.414213562373095)
+    mid = a > F(0.41421356237309503)
+    sn = a - F(1.0)
+    bs = sn - a
+    sl = (a - (sn - bs)) + (F(-1.0) - bs)
+    sd = a + F(1.0)
+    bd = sd - a
+    dl = (a - (sd - bd)) + (F(1.0) - bd)
+    zm = sn / sd
+    zl = (_fma32(-zm, sd, sn) + _mad32(-zm, dl, sl)) / sd
+    zl = zl if mid else F(0.0)
+    z = F(-1.0) / a if big else (zm if mid else a)
+    hi = _PIO2_HI32 if big else (_PIO4_HI32 if mid else F(0.0))
+    lo = _PIO2_LO32 if big else (_PIO4_LO32 + zl if mid else F(0.0))
+    w = z * z
+    p = _mad32(_mad32(_mad32(F(8.05374449538e-2), w, F(-1.38776856032e-1)), w,
+                      F(1.99777106478e-1)), w, F(-3.33329491539e-1)) * w
+    return _copysign32(hi + (lo + _mad32(z, p, z)), t)
+
+
+@_jit
 def arctan_f32(x):
-    return np.float32(_atan64(np.float64(x)))
+    return _atan32(x)
 
 
 @_jit
