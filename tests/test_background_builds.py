@@ -51,6 +51,23 @@ def test_a_new_kernel_builds_in_the_background_then_loads_from_disk(tmp_path):
 _OPS = {1.2345: mx.sin, 2.5: mx.cos, 3.75: mx.arctan}
 
 
+_EXITS_AT_ONCE = textwrap.dedent("""
+    import braze.core as mx
+    f = mx.compile(lambda a, b: mx.exp(a * b) - a / 3)
+    x, y = mx.arange(64, dtype=mx.float32) / 64, mx.ones((64,))  # held: nothing donated
+    print(float(f(x, y).sum()))  # then exits while the kernel builds
+""")
+
+
+def test_a_program_that_exits_while_building_leaves_its_kernels_on_disk(tmp_path):
+    env = dict(os.environ, BRAZE_CACHE_DIR=str(tmp_path), BRAZE_BACKGROUND_BUILDS="1")
+    out = subprocess.run([sys.executable, "-c", _EXITS_AT_ONCE], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    warm = _run(tmp_path)  # the kernel the first process queued was built before it exited
+    assert not warm["deferred"] and warm["how"] == ["disk"]
+
+
 def _fresh(c):
     """A compiled function whose region no other test builds (one op of its own each)."""
     op = _OPS[c]

@@ -14,11 +14,15 @@ in the last bits (kernels and NumPy round transcendental functions and sums diff
 `BRAZE_BACKGROUND_BUILDS=0` builds in the call, as before, for bit-for-bit reproducible runs
 (the test suite runs that way so that every compiled call it checks runs a native kernel).
 
+At exit the queued kernels are built before the process ends (`_finish`), so the disk cache
+fills even when a program is shorter than its builds.
+
 A background build that fails is not retried here: the next launch builds the kernel in the
 calling thread, which raises what went wrong there (or falls back as any build does).
 """
 from __future__ import annotations
 
+import atexit
 import threading
 from queue import SimpleQueue
 
@@ -30,6 +34,7 @@ _pending: set = set()  # (IR key, variant) of the kernels queued or being built
 _failed: set = set()  # those whose background build raised
 _lock = threading.Lock()
 _thread = None
+_to_disk = False  # whether the last queued kernel goes into a disk cache (see `_finish`)
 
 
 def defer(backend, ir, variant) -> bool:
@@ -52,6 +57,9 @@ def defer(backend, ir, variant) -> bool:
             memory._pool_state()
             _thread = threading.Thread(target=_serve, daemon=True, name="braze-kernel-builder")
             _thread.start()
+            atexit.register(_finish)
+    global _to_disk
+    _to_disk = backend.compiler.directory() is not None
     origin = getattr(notice._current, "origin", "")  # named by the build notice
     _jobs.put((backend, ir, variant, key, origin))
     return True
@@ -68,6 +76,19 @@ def _serve() -> None:
         finally:
             _pending.discard(key)
             backend = ir = None
+
+
+def _finish() -> None:
+    """At exit, build what is queued (into the disk cache, for the next run): a program that
+    ends before its kernels are built pays no more than building them in the calls would
+    have cost, and its next run is warm. Ctrl-C stops the wait (an interrupted entry is
+    rebuilt by a later run: the cache writes its manifest last)."""
+    if not _to_disk:
+        return  # without a usable disk cache nothing built now would outlive the process
+    try:
+        wait(float("inf"))
+    except KeyboardInterrupt:
+        pass
 
 
 def idle() -> bool:
