@@ -68,6 +68,31 @@ def test_a_program_that_exits_while_building_leaves_its_kernels_on_disk(tmp_path
     assert not warm["deferred"] and warm["how"] == ["disk"]
 
 
+_FORKS = textwrap.dedent("""
+    import os, sys
+    import braze.core as mx
+    from braze._src.backends.cpu import background
+    from braze._src.compile.compiled import programs
+    f = mx.compile(lambda a: mx.tanh(a) * 2 - a)
+    x = mx.arange(64, dtype=mx.float32)
+    mx.eval(f(x))  # queued in the parent
+    pid = os.fork()
+    if pid == 0:  # the child builds its own, and its later calls run it
+        mx.eval(f(x))
+        ok = background.wait(120) and programs(f.lower(x).tape.nodes[0]._prim.ir)
+        os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+""")
+
+
+def test_a_forked_child_builds_its_own_kernels(tmp_path):
+    env = dict(os.environ, BRAZE_CACHE_DIR=str(tmp_path), BRAZE_BACKGROUND_BUILDS="1")
+    out = subprocess.run([sys.executable, "-c", _FORKS], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+
+
 def _fresh(c):
     """A compiled function whose region no other test builds (one op of its own each)."""
     op = _OPS[c]

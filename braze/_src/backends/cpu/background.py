@@ -23,6 +23,7 @@ calling thread, which raises what went wrong there (or falls back as any build d
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 from queue import SimpleQueue
 
@@ -46,7 +47,7 @@ def defer(backend, ir, variant) -> bool:
         return True
     if key in _failed or backend.on_disk(ir, variant):
         return False
-    global _thread
+    global _thread, _to_disk
     with _lock:
         if key in _pending:
             return True
@@ -58,7 +59,6 @@ def defer(backend, ir, variant) -> bool:
             _thread = threading.Thread(target=_serve, daemon=True, name="braze-kernel-builder")
             _thread.start()
             atexit.register(_finish)
-    global _to_disk
     _to_disk = backend.compiler.directory() is not None
     origin = getattr(notice._current, "origin", "")  # named by the build notice
     _jobs.put((backend, ir, variant, key, origin))
@@ -89,6 +89,18 @@ def _finish() -> None:
         wait(float("inf"))
     except KeyboardInterrupt:
         pass
+
+
+def _after_fork() -> None:
+    """A forked child has no builder thread: it starts its own, with nothing queued (the
+    parent's queued kernels would otherwise look pending in the child forever)."""
+    global _jobs, _lock, _thread
+    _jobs, _lock, _thread = SimpleQueue(), threading.Lock(), None
+    _pending.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def idle() -> bool:
