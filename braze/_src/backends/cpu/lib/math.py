@@ -103,43 +103,29 @@ _f32_bits, _f64_bits = _bit_pattern(32), _bit_pattern(64)
 _bits_f32, _bits_f64 = _from_bit_pattern(32), _from_bit_pattern(64)
 
 
-@intrinsic
-def _mad32(typingctx, a, b, c):
-    """a * b + c in float32 through LLVM's `fmuladd`: one fused multiply-add where the CPU has
-    one (AVX2/AVX-512 FMA), a multiply and an add otherwise; it vectorizes either way. Only for
-    polynomials whose accuracy holds both ways (the result may differ by an ulp between
-    machines)."""
-    def codegen(context, builder, signature, args):
-        f = ir.FloatType()
-        fn = builder.module.declare_intrinsic("llvm.fmuladd", [f],
-                                              fnty=ir.FunctionType(f, [f, f, f]))
-        return builder.call(fn, args)
-    return types.float32(types.float32, types.float32, types.float32), codegen
+def _multiply_add(llvm_name: str, width: int):
+    """a * b + c in float`width` through LLVM intrinsic `llvm_name` (arguments cast to it)."""
+    nb = types.float32 if width == 32 else types.float64
+
+    @intrinsic
+    def multiply_add(typingctx, a, b, c):
+        def codegen(context, builder, signature, args):
+            f = ir.FloatType() if width == 32 else ir.DoubleType()
+            fn = builder.module.declare_intrinsic(llvm_name, [f],
+                                                  fnty=ir.FunctionType(f, [f, f, f]))
+            args = [context.cast(builder, v, t, nb) for v, t in zip(args, signature.args)]
+            return builder.call(fn, args)
+        return nb(a, b, c), codegen
+    return multiply_add
 
 
-@intrinsic
-def _fma32(typingctx, a, b, c):
-    """a * b + c rounded once (LLVM's `fma`: the FMA instruction, a library call on CPUs
-    without one), for exact remainders."""
-    def codegen(context, builder, signature, args):
-        f = ir.FloatType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [f],
-                                              fnty=ir.FunctionType(f, [f, f, f]))
-        return builder.call(fn, args)
-    return types.float32(types.float32, types.float32, types.float32), codegen
-
-
-@intrinsic
-def _mad64(typingctx, a, b, c):
-    """a * b + c in float64 through LLVM's `fmuladd` (see _mad32)."""
-    def codegen(context, builder, signature, args):
-        f = ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fmuladd", [f],
-                                              fnty=ir.FunctionType(f, [f, f, f]))
-        args = [context.cast(builder, v, t, types.float64)
-                for v, t in zip(args, signature.args)]
-        return builder.call(fn, args)
-    return types.float64(a, b, c), codegen
+#: `fmuladd`: one fused multiply-add where the CPU has one (AVX2/AVX-512 FMA), a multiply and
+#: an add otherwise; it vectorizes either way. Only for polynomials whose accuracy holds both
+#: ways (the result may differ by an ulp between machines).
+_mad32, _mad64 = _multiply_add("llvm.fmuladd", 32), _multiply_add("llvm.fmuladd", 64)
+#: `fma`: rounded once (the FMA instruction, a library call on CPUs without one), for exact
+#: remainders
+_fma32 = _multiply_add("llvm.fma", 32)
 
 
 def _wrapping(op):
