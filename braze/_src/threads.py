@@ -215,7 +215,7 @@ class Pool:
         nt = min(nt, -(-(n - start) // step))
         t0 = time.perf_counter()
         self._split(fn, args, start, n, step, nt)
-        _judge(fn, time.perf_counter() - t0, work)
+        _judge(fn, time.perf_counter() - t0, work, (n - start) * unit, nt)
         return nt
 
     def run_chunks(self, fn, n: int, args: tuple, step: int) -> None:
@@ -255,10 +255,17 @@ def _backing_off(fn) -> bool:
     return True
 
 
-def _judge(fn, seconds, work) -> None:
+def _judge(fn, seconds, work, elements, nt) -> None:
     """After a split launch: when it did not gain (the other cores are busy, or the kernel is
     cheaper than measured), the kernel runs alone for a while, twice as long each time, and
-    its unsplit launches re-measure it; a split that gains ends the backoff."""
+    its unsplit launches re-measure it; a split that gains ends the backoff.
+
+    The split's time times its threads bounds one thread's cost from above, so it lowers an
+    estimate that is too high (a probe that included the dispatcher's first-call build), which
+    would otherwise look like a gain forever and keep a cheap kernel split."""
+    per = seconds * nt / elements
+    if per < _COST[fn]:
+        _COST[fn] = per
     if seconds <= GAIN * work:
         _BACKOFF.pop(fn, None)
         return
