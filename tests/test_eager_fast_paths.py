@@ -1,6 +1,7 @@
 """The eager hot paths of decode-style programs give what the general paths give.
 
-- basic indices (ints, slices, one ellipsis) skip `_parse` (`_basic_index`);
+- basic indices (ints, slices, new axes, one ellipsis) skip `_parse` (`_basic_index`);
+- one integer index array (`table[tokens]`) builds the Gather and Reshape directly;
 - a product of a batch by a matrix folds the batch into rows of one 2-D product, as MLX's
   matmul and addmm do;
 - a Gather of table rows (an embedding) skips the general index arithmetic.
@@ -18,6 +19,8 @@ BASIC = [
     slice(10, -10, -2), slice(-100, 100), slice(5, 2), (Ellipsis, 0), (Ellipsis, slice(1, 3)),
     (1, Ellipsis, -1), (slice(None), 2, Ellipsis), (0, 1, 2), (-1, slice(None, None, 2), 0),
     (), Ellipsis, (Ellipsis,), (slice(None), slice(None), slice(None, 1)),
+    None, (None, 0), (slice(None), None), (Ellipsis, None), (None, Ellipsis, None, -1),
+    (0, None, slice(1, 3), None), (None, None, 1, 2, 3), (None, slice(None, None, -1)),
 ]
 
 
@@ -30,7 +33,7 @@ def test_basic_index_matches_numpy(idx):
     assert got.shape == a[idx].shape
 
 
-@pytest.mark.parametrize("idx", [np.int32(1), (None, 0), (True,), (mx.array([1]),), [0, 1],
+@pytest.mark.parametrize("idx", [np.int32(1), (True,), (mx.array([1]),), [0, 1],
                                  (0, 0, 0, 0), (Ellipsis, Ellipsis), 7, slice(0, 2**40)],
                          ids=repr)
 def test_other_indices_take_the_general_path(idx):
@@ -45,6 +48,8 @@ def test_basic_index_errors_are_the_general_paths():
         a[::0]
     with pytest.raises(IndexError, match="Too many indices"):
         a[0, 0, 0]
+    with pytest.raises(IndexError, match="Too many indices"):
+        a[None, 0, 0, 0]
 
 
 @pytest.mark.parametrize("b_shape", [(8, 5), (8,)])
@@ -103,3 +108,32 @@ def test_table_rows_of_unsigned_indices():
     table = np.arange(40, dtype=np.float32).reshape(10, 4)
     got = mx.take(mx.array(table), mx.array(np.array([9, 0], np.uint32)), axis=0)
     np.testing.assert_array_equal(np.array(got), table[[9, 0]])
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint8])
+def test_one_index_array_is_a_gather_and_a_reshape(dtype):
+    """`table[tokens]` (an embedding): the nodes the general path builds, MLX's values, and
+    its gradient (rows used twice add up)."""
+    import mlx.core as mlx
+
+    table = np.arange(60, dtype=np.float32).reshape(10, 2, 3)
+    idx = np.array([[9, 0], [3, 9]], dtype)
+    got = mx.array(table)[mx.array(idx)]
+    assert type(got._prim).__name__ == "Reshape"
+    assert type(got._inputs[0]._prim).__name__ == "Gather"
+    np.testing.assert_array_equal(np.array(got), np.array(mlx.array(table)[mlx.array(idx)]))
+    g = mx.grad(lambda t: (t[mx.array(idx)] * 2).sum())(mx.array(table))
+    want = np.zeros_like(table)
+    np.add.at(want, idx.astype(np.int64), 2.0)
+    np.testing.assert_array_equal(np.array(g), want)
+
+
+def test_one_index_array_errors_are_the_general_paths():
+    with pytest.raises(IndexError, match="out of bounds"):
+        mx.zeros((4, 2))[mx.array([4])]
+    with pytest.raises(IndexError, match="Boolean"):
+        mx.zeros((4, 2))[mx.array([True])]
+    with pytest.raises(IndexError, match="integral"):
+        mx.zeros((4, 2))[mx.array([1.0])]
+    with pytest.raises(IndexError):
+        mx.array(1.0)[mx.array([0])]

@@ -379,6 +379,8 @@ def _set_data(a: array, data: np.ndarray) -> None:
 
 # -- conversion from Python and NumPy values ------------------------------------------------
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_F32_MAX = float(np.finfo(np.float32).max)  # a float beyond it may round to inf (a warning)
+_NP_INT32, _NP_FLOAT32 = np.dtype(np.int32), np.dtype(np.float32)
 
 
 def _scalar_dtype(v) -> D.Dtype:
@@ -552,6 +554,11 @@ def _scalar_to_numpy(val, target: D.Dtype) -> np.ndarray:
 
 def to_numpy(val, dtype: D.Dtype | None) -> np.ndarray:
     """Copy `val` into a fresh C-contiguous NumPy buffer with MLX's dtype rules."""
+    t = type(val)  # the commonest scalars first: an int32 or a finite float32
+    if t is int and (dtype is None or dtype is D.int32) and _INT32_MIN <= val <= _INT32_MAX:
+        return np.array(val, _NP_INT32)
+    if t is float and (dtype is None or dtype is D.float32) and -_F32_MAX <= val <= _F32_MAX:
+        return np.array(val, _NP_FLOAT32)
     if isinstance(val, array):
         src = val._numpy()
         target = dtype or val._dtype

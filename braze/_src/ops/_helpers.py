@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes as D
 from ..array import TraceState, array
 from ..memory import check_allocation
-from ..prims.base import bind, broadcast_shapes
+from ..prims.base import bind, bind_avals, broadcast_shapes
 from ..prims.compile_support import DynamicBroadcast
 from ..prims.core import AsType, Broadcast
 from ..prims.unary import STOP_GRADIENT
@@ -224,9 +224,10 @@ def check_shape(shape, op: str) -> tuple:
 def bind_allocating(prim, inputs, op: str):
     """bind(prim, inputs) for a primitive whose outputs own new buffers, after checking that
     each can be allocated (a ValueError naming `op` otherwise)."""
-    for shape, dtype in prim.abstract_eval(*inputs):
+    avals = prim.abstract_eval(*inputs)
+    for shape, dtype in avals:
         check_allocation(op, shape, dtype)
-    return bind(prim, inputs)
+    return bind_avals(prim, inputs, avals)
 
 
 def check_dtype(dtype, op: str):

@@ -174,10 +174,11 @@ def _plain_bound(v) -> bool:
 
 def _basic_index(shape, idx):
     """(starts, stops, strides, output shape) of an index of in-bounds Python ints, slices
-    with Python int bounds and at most one ellipsis (nearly every index a model writes), or
-    None for any other index (`_parse` takes it, and raises what is wrong)."""
+    with Python int bounds, new axes (None) and at most one ellipsis (nearly every index a
+    model writes), or None for any other index (`_parse` takes it, and raises what is
+    wrong)."""
     items = idx if type(idx) is tuple else (idx,)
-    n_ell = 0
+    n_ell = n_new = 0
     for x in items:
         t = type(x)
         if t is _builtin_slice:
@@ -186,16 +187,22 @@ def _basic_index(shape, idx):
                 return None
         elif x is Ellipsis:
             n_ell += 1
+        elif x is None:
+            n_new += 1
         elif t is not int:
             return None
     nd = len(shape)
-    if n_ell > 1 or len(items) - n_ell > nd:
+    n_real = len(items) - n_ell - n_new
+    if n_ell > 1 or n_real > nd:
         return None
     starts, stops, strides, out = [], [], [], []
     ax = 0
     for x in items + (Ellipsis,) * (1 - n_ell):  # the axes after the index: a trailing `...`
+        if x is None:  # a new axis of size 1
+            out.append(1)
+            continue
         if x is Ellipsis:
-            for _ in range(nd - (len(items) - n_ell)):
+            for _ in range(nd - n_real):
                 n = shape[ax]
                 starts.append(0)
                 stops.append(n)
@@ -231,6 +238,8 @@ def _getitem(self, idx):
     basic = _basic_index(self._shape, idx)
     if basic is not None:
         return _basic_getitem(self, *basic)
+    if type(idx) is array and self._shape and idx._dtype.kind in "ui":
+        return _take_rows(self, idx)
     entries = _parse(self._shape, idx, "getitem")
     nd = self.ndim
     starts, stops, strides = [0] * nd, list(self._shape), [1] * nd
@@ -290,6 +299,14 @@ def _getitem(self, idx):
             block_done = True
     out_shape += list(g._shape[gi:])
     return reshape(g, tuple(out_shape))
+
+
+def _take_rows(x, idx):
+    """x[idx] for one integer index array (an embedding lookup): the Gather and Reshape the
+    general path builds, without parsing the index."""
+    _check_bounds(idx, x._shape[0], "getitem", 0)
+    g = bind(Gather((0,), (1,) + x._shape[1:]), (x, idx))
+    return bind(Reshape(idx._shape + x._shape[1:]), (g,))
 
 
 def _basic_getitem(x, starts, stops, strides, out_shape):
@@ -437,6 +454,22 @@ def _setitem_mask(idx):
     return None
 
 
+def _set_slice(a, starts, stops, strides, view, val, op) -> None:
+    """a[index] = val for a basic index: `view` is the indexed shape (new axes included),
+    starts/stops/strides the slice of `a` it selects."""
+    upd = _fit_update(val, view, op)
+    sl_shape = tuple([len(range(s, e, st)) for s, e, st in zip(starts, stops, strides)])
+    if upd._shape != sl_shape:
+        upd = reshape(upd, sl_shape)
+    if sl_shape == a._shape and all(st == 1 for st in strides):
+        def make(old):
+            return upd
+    else:
+        def make(old):
+            return bind(SliceUpdate(tuple(starts), tuple(stops), tuple(strides)), (old, upd))
+    _update_in_place(a, make, val)
+
+
 def _update_in_place(a: array, make, val: array) -> None:
     """`a` takes the value `make(a)`; nodes built from `a` before keep its old value."""
     out = make(a)
@@ -448,6 +481,9 @@ def _update_in_place(a: array, make, val: array) -> None:
 def _setitem(self, idx, v):
     op = "setitem"
     val = _value(v, self._dtype, op)
+    basic = _basic_index(self._shape, idx)
+    if basic is not None:
+        return _set_slice(self, *basic, val, op)
     mask = _setitem_mask(idx)
     if mask is not None:
         k = mask.ndim
@@ -480,18 +516,7 @@ def _setitem(self, idx, v):
             if e.axis is not None:
                 used.add(e.axis)
         view += [self._shape[d] for d in range(nd) if d not in used]
-        upd = _fit_update(val, tuple(view), op)
-        sl_shape = tuple(len(range(s, e, st)) for s, e, st in zip(starts, stops, strides))
-        if upd._shape != sl_shape:
-            upd = reshape(upd, sl_shape)
-        if sl_shape == self._shape and all(st == 1 for st in strides):
-            def make(old):
-                return upd
-        else:
-            def make(old):
-                return bind(SliceUpdate(tuple(starts), tuple(stops), tuple(strides)),
-                            (old, upd))
-        return _update_in_place(self, make, val)
+        return _set_slice(self, starts, stops, strides, tuple(view), val, op)
 
     def make(old):
         return _scatter(old, idx, val, "none", op)

@@ -202,22 +202,24 @@ def expand_dims(a: ArrayLike, /, axis: Union[int, Sequence[int]], *,
 
 
 def _transpose(a, axes, op):
+    nd = len(a._shape)
     if axes is None:
-        perm = tuple(range(a.ndim - 1, -1, -1))
-    else:
-        raw = _int_tuple(axes, op, "axes")
-        if len(raw) != a.ndim:
-            raise ValueError(f"[{op}] Received {len(raw)} axes {raw} for array with "
-                             f"{a.ndim} dimensions.")
-        perm = []
-        for x in raw:
-            if not -a.ndim <= x < a.ndim:
-                raise AxisError(f"[{op}] Invalid axis ({x}) for array with {a.ndim} dimensions.")
-            perm.append(x % a.ndim)
-        if len(set(perm)) != len(perm):
-            raise ValueError(f"[{op}] Repeat axes not allowed, got {raw}.")
-        perm = tuple(perm)
-    if perm == tuple(range(a.ndim)):
+        if nd < 2:
+            return a
+        return bind(Transpose(tuple(range(nd - 1, -1, -1))), (a,))
+    raw = _int_tuple(axes, op, "axes")
+    if len(raw) != nd:
+        raise ValueError(f"[{op}] Received {len(raw)} axes {raw} for array with "
+                         f"{nd} dimensions.")
+    perm = []
+    for x in raw:
+        if not -nd <= x < nd:
+            raise AxisError(f"[{op}] Invalid axis ({x}) for array with {nd} dimensions.")
+        perm.append(x % nd)
+    if len(set(perm)) != nd:
+        raise ValueError(f"[{op}] Repeat axes not allowed, got {raw}.")
+    perm = tuple(perm)
+    if perm == tuple(range(nd)):
         return a
     return bind(Transpose(perm), (a,))
 

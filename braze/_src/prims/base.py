@@ -196,7 +196,11 @@ class Primitive:
 
 def bind(prim: Primitive, inputs: tuple):
     """Create the lazy output array(s) of `prim` applied to `inputs`."""
-    avals = prim.abstract_eval(*inputs)
+    return bind_avals(prim, inputs, prim.abstract_eval(*inputs))
+
+
+def bind_avals(prim: Primitive, inputs: tuple, avals: list):
+    """`bind` with the outputs' [(shape, dtype), ...] already computed by `abstract_eval`."""
     tracer = TraceState.depth > 0 and any(x._tracer for x in inputs)
     if len(avals) == 1:
         shape, dtype = avals[0]

@@ -18,6 +18,7 @@ gains.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -56,7 +57,7 @@ def _run(kernel, n, args, unit):
         POOL.run(kernel, n, args, unit)
 
 
-_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_F32, _F64, _F16 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16)
 
 
 def _mode(npd) -> int:
@@ -74,9 +75,10 @@ def _ct(npd):
 def _native_types(x_dt, out_dt) -> bool:
     """Whether a kernel takes input `x_dt` and output `out_dt` (both float32-computed halves
     and float32, or both float64)."""
-    small = (_F32, np.dtype(np.float16))
-    ok = lambda t: t in small or D.is_bf16(t)  # noqa: E731
-    return (ok(x_dt) and ok(out_dt)) or (x_dt == _F64 and out_dt == _F64)
+    if x_dt is _F32 and out_dt is _F32:  # the common case, by identity
+        return True
+    small = lambda t: t == _F32 or t == _F16 or D.is_bf16(t)  # noqa: E731
+    return (small(x_dt) and small(out_dt)) or (x_dt == _F64 and out_dt == _F64)
 
 
 def _c(a, ct):
@@ -423,6 +425,17 @@ def rope_graph(x, dims, traditional, base, scale, offset, freqs, inverse=False):
     return ops.reshape(out, shape)
 
 
+@functools.lru_cache(maxsize=64)
+def _inv_freqs(half, base, ft):
+    """base ** (-i / half) for i < half, as the graph computes it (exp of a float32 product):
+    the same for every call of a model's RoPE, so kept."""
+    step = ft.type(math.log(base) / half)
+    with np.errstate(all="ignore"):
+        inv = np.exp(np.arange(0, -half, -1, dtype=ft) * step)
+    inv.flags.writeable = False
+    return inv
+
+
 def _as4(x):
     if x.ndim == 3:
         return x[:, None]
@@ -469,14 +482,12 @@ class Rope(Primitive):
 
     def _angles(self, x, offset, freqs):
         ft = _ct(x.dtype)
-        half = self.dims // 2
         T = x.shape[-2]
         off = np.asarray(offset).astype(ft).reshape(-1)
         with np.errstate(all="ignore"):
             pos = (np.arange(T, dtype=ft)[None, :] + off[:, None]) * ft.type(self.scale)
             if freqs is None:
-                step = ft.type(math.log(self.base) / half)
-                inv = np.exp(np.arange(0, -half, -1, dtype=ft) * step)
+                inv = _inv_freqs(self.dims // 2, self.base, ft)
             else:
                 inv = np.reciprocal(freqs.astype(ft)).astype(ft)
             theta = pos[:, :, None] * inv

@@ -67,9 +67,13 @@ def _fix_index(idx, n):
 
 def _take_rows(x, idx):
     """x[idx] with idx clamped into range (negative indices wrap once) and a kept axis 1:
-    in-range indices skip `_fix_index`'s two full passes (one min for the check)."""
+    in-range indices skip `_fix_index`'s two full passes (one min for the check; none for
+    unsigned ones up to int64's range, which take's clip mode clamps as they are)."""
     idx = np.asarray(idx)
-    if idx.dtype.kind != "i" or not x.shape[0] or (idx.size and idx.min() < 0):
+    kind = idx.dtype.kind
+    clip_only = (kind == "u" and idx.dtype.itemsize < 8) or (
+        kind == "i" and not (idx.size and idx.min() < 0))  # no index below 0
+    if not clip_only or not x.shape[0]:
         idx = _fix_index(idx, x.shape[0])
     out = np.take(x, idx, axis=0, mode="clip")
     return out.reshape(idx.shape + (1,) + x.shape[1:])

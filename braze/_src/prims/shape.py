@@ -26,11 +26,28 @@ def _pshape(shape) -> str:
     return "(" + ",".join(str(s) for s in shape) + ")"
 
 
+_RESOLVED: dict = {}  # (size, shape with a -1) -> the inferred shape: a model asks the same
+
+
 def resolve_shape(size: int, shape: tuple, op: str, full_shape=None) -> tuple:
     """`shape` with its one -1 entry inferred from `size`; ValueError naming `op` if the
     request is malformed or does not hold `size` elements."""
-    if -1 not in shape and _prod(shape) == size and min(shape, default=0) >= 0:
-        return shape  # nothing to infer (most calls: every Unflatten and its evaluation)
+    if -1 not in shape:
+        if _prod(shape) == size and min(shape, default=0) >= 0:
+            return shape  # nothing to infer (most calls: every Unflatten and its evaluation)
+    else:
+        got = _RESOLVED.get((size, shape))
+        if got is not None:
+            return got
+        got = _infer(size, shape, op, full_shape)
+        if len(_RESOLVED) >= 1024:
+            _RESOLVED.clear()
+        _RESOLVED[(size, shape)] = got
+        return got
+    return _infer(size, shape, op, full_shape)
+
+
+def _infer(size: int, shape: tuple, op: str, full_shape) -> tuple:
 
     def shown():
         return _pshape(full_shape if full_shape is not None else shape)
@@ -120,7 +137,7 @@ class Reshape(_ReshapeRules, Primitive):
         return [(self.out_shape(x.shape), x.dtype)]
 
     def eval_cpu(self, x):
-        return [np.reshape(x, self.out_shape(x.shape))]
+        return [x.reshape(self.out_shape(x.shape))]
 
     def vmap(self, inputs, axes):
         x = _to_front(inputs[0], axes[0])
@@ -198,7 +215,7 @@ class ReshapeFollowing(Primitive):
         return [(self.out_shape(x.shape), x.dtype)]
 
     def eval_cpu(self, x):
-        return [np.reshape(x, self.out_shape(x.shape))]
+        return [x.reshape(self.out_shape(x.shape))]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return [reshape_like(cotangents[0], primals[0])]
@@ -266,7 +283,7 @@ class Flatten(_ReshapeRules, Primitive):
         return [(self.out_shape(x.shape), x.dtype)]
 
     def eval_cpu(self, x):
-        return [np.reshape(x, self.out_shape(x.shape))]
+        return [x.reshape(self.out_shape(x.shape))]
 
     def vmap(self, inputs, axes):
         x = _to_front(inputs[0], axes[0])
@@ -297,7 +314,7 @@ class Unflatten(_ReshapeRules, Primitive):
         return [(self.out_shape(x.shape), x.dtype)]
 
     def eval_cpu(self, x):
-        return [np.reshape(x, self.out_shape(x.shape))]
+        return [x.reshape(self.out_shape(x.shape))]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         # the inverse that follows the cotangent's shape (no baked sizes)
@@ -322,7 +339,7 @@ class ExpandDims(_ReshapeRules, Primitive):
         return [(self.out_shape(x.shape), x.dtype)]
 
     def eval_cpu(self, x):
-        return [np.reshape(x, self.out_shape(x.shape))]
+        return [x.reshape(self.out_shape(x.shape))]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return [bind(Squeeze(self.axes), (cotangents[0],))]  # follows the cotangent's shape
@@ -343,7 +360,7 @@ class Squeeze(_ReshapeRules, Primitive):
         return [(self.out_shape(x.shape), x.dtype)]
 
     def eval_cpu(self, x):
-        return [np.reshape(x, self.out_shape(x.shape))]
+        return [x.reshape(self.out_shape(x.shape))]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return [bind(ExpandDims(self.axes), (cotangents[0],))]  # follows the cotangent's shape
@@ -422,10 +439,11 @@ class Transpose(Primitive):
     axes: tuple
 
     def abstract_eval(self, x):
-        return [(tuple(x.shape[a] for a in self.axes), x.dtype)]
+        shape = x.shape
+        return [(tuple([shape[a] for a in self.axes]), x.dtype)]
 
     def eval_cpu(self, x):
-        return [np.transpose(x, self.axes)]
+        return [x.transpose(self.axes)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         inv = [0] * len(self.axes)
