@@ -137,3 +137,22 @@ def test_one_index_array_errors_are_the_general_paths():
         mx.zeros((4, 2))[mx.array([1.0])]
     with pytest.raises(IndexError):
         mx.array(1.0)[mx.array([0])]
+
+
+@pytest.mark.parametrize("v", [0, 5, -2**31, 2**31 - 1, 2**31, -2**31 - 1, 1.5, -0.0, 1e-46,
+                               3.4028234663852886e38, 3.4028235677973366e38, 1e300, -1e300,
+                               float("nan"), float("inf"), True])
+def test_python_scalars_convert_as_mlx_does(v):
+    """The scalar shortcut (ints in int32, finite floats in float32) agrees with MLX, and a
+    float that overflows float32 becomes inf without a NumPy warning."""
+    import warnings
+
+    import mlx.core as mlx
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mx.array(v)
+    want = mlx.array(v)
+    assert got.dtype.name == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    assert np.signbit(np.array(got)) == np.signbit(np.array(want))
