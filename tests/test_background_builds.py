@@ -1,17 +1,19 @@
 """Background kernel builds (BRAZE_BACKGROUND_BUILDS, backends/cpu/background.py): a launch
-whose kernel is not built runs on the numpy reference while a builder thread builds it; later
-launches run the native kernel; a kernel in the disk cache loads in the call; a failed
-background build is redone in the call."""
+whose kernel is not built runs on the numpy reference while a builder process builds it into
+the disk cache (a builder thread, without a usable disk cache); later launches load it and run
+the native kernel; a kernel in the disk cache loads in the call; a failed background build is
+redone in the call."""
 import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import braze.core as mx
 from braze._src import config
-from braze._src.backends.cpu import background
+from braze._src.backends.cpu import background, prebuild
 from braze._src.compile.compiled import backend, programs
 
 _SCRIPT = textwrap.dedent("""
@@ -42,13 +44,13 @@ def _run(cache_dir):
 
 
 def test_a_new_kernel_builds_in_the_background_then_loads_from_disk(tmp_path):
-    cold = _run(tmp_path)
-    assert cold["deferred"] and cold["how"] == ["built"] and cold["close"]
+    cold = _run(tmp_path)  # built by the builder process, then loaded here
+    assert cold["deferred"] and cold["how"] == ["disk"] and cold["close"]
     warm = _run(tmp_path)  # the disk cache has it: loaded in the call, nothing deferred
     assert not warm["deferred"] and warm["how"] == ["disk"] and warm["close"]
 
 
-_OPS = {1.2345: mx.sin, 2.5: mx.cos, 3.75: mx.arctan}
+_OPS = {1.2345: mx.sin, 1.75: mx.sinh, 2.5: mx.cos, 3.75: mx.arctan, 4.5: mx.exp}
 
 
 _EXITS_AT_ONCE = textwrap.dedent("""
@@ -79,7 +81,9 @@ _FORKS = textwrap.dedent("""
     pid = os.fork()
     if pid == 0:  # the child builds its own, and its later calls run it
         mx.eval(f(x))
-        ok = background.wait(120) and programs(f.lower(x).tape.nodes[0]._prim.ir)
+        ok = background.wait(120)
+        mx.eval(f(x))
+        ok = ok and programs(f.lower(x).tape.nodes[0]._prim.ir)
         os._exit(0 if ok else 3)
     _, status = os.waitpid(pid, 0)
     sys.exit(os.waitstatus_to_exitcode(status))
@@ -99,23 +103,54 @@ def _fresh(c):
     return mx.compile(lambda a: op(a) * c + a)
 
 
-def test_the_first_launch_runs_on_the_reference_and_later_ones_natively(tmp_path):
+def _no_disk_cache(monkeypatch):
+    """The disk cache refused (as for a read-only home): builds stay in this process."""
+    monkeypatch.setattr(type(backend().compiler), "directory", lambda self: None)
+
+
+@pytest.mark.parametrize("where", ["process", "thread"])
+def test_the_first_launch_runs_on_the_reference_and_later_ones_natively(tmp_path, monkeypatch,
+                                                                        where):
     x = mx.arange(100, dtype=mx.float32) / 7
-    f = _fresh(1.2345)
+    c = {"process": 1.2345, "thread": 1.75}[where]
+    f = _fresh(c)
+    if where == "thread":
+        _no_disk_cache(monkeypatch)
     with config.override(background_builds=True, cache_dir=str(tmp_path)):
         with config.override(backend="numpy"):
-            want = np.array(mx.compile(lambda a: mx.sin(a) * 1.2345 + a)(x))
+            want = np.array(mx.compile(lambda a: _OPS[c](a) * c + a)(x))
         first = np.array(f(x))
         np.testing.assert_array_equal(first, want)  # the reference's bits exactly
+        assert not background.idle()
         assert background.wait(120)
+        got = np.array(f(x))
+        ir = f.lower(x).tape.nodes[0]._prim.ir
+        # the builder process's kernel is loaded from the disk cache; the thread's is in memory
+        assert [p.how for p in programs(ir)] == [{"process": "disk", "thread": "built"}[where]]
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_builder_process_that_cannot_start_leaves_the_build_to_the_call(tmp_path,
+                                                                          monkeypatch):
+    x = mx.arange(40, dtype=mx.float32)
+    f = _fresh(4.5)
+    monkeypatch.setattr(prebuild, "WORKER", [sys.executable, "-c", "import sys; sys.exit(3)"])
+    monkeypatch.setattr(background, "_workers", None)  # a new builder, from that command
+    with config.override(background_builds=True, cache_dir=str(tmp_path)):
+        first = np.array(f(x))  # on the reference while the builder fails to start
+        assert background.wait(120)
+        got = np.array(f(x))  # built in this call
         ir = f.lower(x).tape.nodes[0]._prim.ir
         assert [p.how for p in programs(ir)] == ["built"]
-        np.testing.assert_allclose(np.array(f(x)), want, rtol=1e-6)
+    want = np.exp(np.arange(40)) * 4.5 + np.arange(40)
+    np.testing.assert_allclose(first, want, rtol=1e-5)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 def test_a_failed_background_build_is_redone_in_the_call(tmp_path, monkeypatch):
     x = mx.arange(50, dtype=mx.float32)
     f = _fresh(2.5)
+    _no_disk_cache(monkeypatch)  # the builder thread's build fails here
     be = backend()
     real = type(be)._build
     calls = []

@@ -156,3 +156,20 @@ def test_python_scalars_convert_as_mlx_does(v):
     assert got.dtype.name == str(want.dtype).split(".")[-1]
     np.testing.assert_array_equal(np.array(got), np.array(want))
     assert np.signbit(np.array(got)) == np.signbit(np.array(want))
+
+
+def test_shapeless_replay_reuses_its_shapes_only_for_the_same_input_shapes():
+    """A shapeless compiled function keeps the shapes it inferred per input shapes: a call
+    with other shapes infers anew, and one the trace cannot take still raises."""
+    f = mx.compile(lambda a, b: mx.reshape(a * b, (-1, 2)).sum(axis=0), shapeless=True)
+    for n in (4, 6, 4, 8, 6):
+        a = np.arange(n * 2, dtype=np.float32).reshape(n, 2)
+        got = f(mx.array(a), mx.array(np.float32(3.0)))
+        assert got.shape == (2,)
+        np.testing.assert_array_equal(np.array(got), (a * 3).reshape(-1, 2).sum(axis=0))
+    g = mx.compile(lambda a, b: a + b, shapeless=True)
+    assert g(mx.ones((2, 3)), mx.ones((3,))).shape == (2, 3)
+    assert g(mx.ones((2, 3)), mx.ones((3,))).shape == (2, 3)
+    with pytest.raises(ValueError):
+        mx.eval(g(mx.ones((2, 3)), mx.ones((4,))))
+    assert g(mx.ones((5, 4)), mx.ones((4,))).shape == (5, 4)

@@ -67,7 +67,7 @@ class ReplayPlan:
     None and its outputs' (shape, dtype)s in the dtype slot.
     """
 
-    __slots__ = ("consts", "steps", "outs", "const_outs")
+    __slots__ = ("consts", "steps", "outs", "const_outs", "seen")
 
     def __init__(self, tape, sites=None, shapeless=False):
         slot = {id(p): k for k, p in enumerate(tape.inputs)}
@@ -108,6 +108,7 @@ class ReplayPlan:
         self.const_outs = [j for j, r in enumerate(self.outs) if n <= r < n + nc]
         self.consts = consts
         self.steps = steps
+        self.seen = {}  # shapeless: the inputs' (shape, dtype)s -> every step's outputs' avals
 
     def run(self, real: list, shapeless: str | None = None) -> list:
         """Fresh lazy outputs for the flat `real` inputs (in placeholder order). `shapeless`:
@@ -115,7 +116,13 @@ class ReplayPlan:
         vals = real + self.consts
         append, extend = vals.append, vals.extend
         slow = shapeless is not None or TraceState.depth > 0
-        for prim, arity, a, b, get, shape, dtype, site in self.steps:
+        known = found = None
+        if shapeless is not None:  # shapes follow from the inputs': inferred once per shapes
+            key = tuple([(x._shape, x._dtype) for x in real])
+            known = self.seen.get(key)
+            if known is None:
+                found = []
+        for i, (prim, arity, a, b, get, shape, dtype, site) in enumerate(self.steps):
             if arity == 2:
                 ins = (vals[a], vals[b])
             elif arity == 1:
@@ -123,11 +130,22 @@ class ReplayPlan:
             else:
                 ins = get(vals) if arity else ()
             if slow:
-                extend(_rebuilt(prim, ins, shape, dtype, site, shapeless))
+                if known is not None:
+                    avals = known[i]
+                elif found is not None:
+                    avals = _shapeless_avals(prim, ins, site, shapeless)
+                    found.append(avals)
+                else:
+                    avals = dtype if shape is None else ((shape, dtype),)
+                extend(_rebuilt(prim, ins, shape is None, avals))
             elif shape is not None:
                 append(node(shape, dtype, prim, ins))
             else:
                 extend(node_group(dtype, prim, ins))
+        if found is not None:
+            if len(self.seen) >= 16:
+                self.seen.clear()
+            self.seen[key] = found
         outs = [vals[r] for r in self.outs]
         for j in self.const_outs:
             o = outs[j]
@@ -146,15 +164,11 @@ def _following(a):
     return follow(tuple(a._inputs[0]._shape), tuple(a._shape)) or a._prim
 
 
-def _rebuilt(prim, ins, shape, dtype, site, shapeless):
-    """A step's fresh outputs, re-inferring their shapes (shapeless: the function's name) and
-    flagging them as tracers when a transform traces their inputs."""
+def _rebuilt(prim, ins, group, avals):
+    """A step's fresh outputs of (shape, dtype)s `avals` (`group`: a multi-output node),
+    flagged as tracers when a transform traces their inputs."""
     tracer = TraceState.depth > 0 and any(x._tracer for x in ins)
-    if shapeless is not None:
-        avals = _shapeless_avals(prim, ins, site, shapeless)
-    else:
-        avals = dtype if shape is None else ((shape, dtype),)
-    if shape is None:
+    if group:
         return node_group(avals, prim, ins, tracer)
     (shape, dtype), = avals
     return (node(shape, dtype, prim, ins, tracer),)

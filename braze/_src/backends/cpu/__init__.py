@@ -126,12 +126,13 @@ class CpuBackend(Backend):
             e.programs[variant] = p
         return p
 
-    def on_disk(self, ir, variant) -> bool:
-        """Whether the disk cache has an entry for this kernel (it loads in milliseconds)."""
+    def on_disk(self, ir, variant, source=None) -> bool:
+        """Whether the disk cache has an entry for this kernel (it loads in milliseconds);
+        `source`: its rendered source, if at hand."""
         d = self.compiler.directory()
         if d is None:
             return False
-        name = self.compiler.module_name(render_kernel(ir, variant))
+        name = self.compiler.module_name(source or render_kernel(ir, variant))
         return os.path.exists(os.path.join(d, name + ".json"))
 
     def _build(self, ir, variant) -> CpuProgram:

@@ -5,9 +5,14 @@ them: built one after another in the call, they were 95 % of a cold program's fi
 (benchmarks/programs.py: transformer, 43 kernels, 11.6 s). With this knob on, a launch whose
 kernel is neither in memory nor in the disk cache queues it here and runs on the numpy
 reference backend (each primitive's NumPy kernel, as the uncompiled program would), so the
-first calls cost about what uncompiled calls cost; one builder thread builds the queued
-kernels in order (Numba's LLVM work releases the GIL), and the first launch after a build
-finishes uses the native kernel.
+first calls cost about what uncompiled calls cost; one builder process (prebuild.py's worker)
+builds the queued kernels in order into the disk cache, and the first launch after a build
+finishes loads it from there (milliseconds) and runs it.
+
+A process, not a thread: about 70 % of a Numba build is Python holding the GIL, so a builder
+thread made the calling thread's own Python work about 3x slower while it built (llm-tiny
+decode: 1.07 -> 3.35 ms a token), for the whole cold phase of a program. Without a usable disk
+cache nothing built elsewhere can be loaded, so there one builder thread builds in this process.
 
 So which calls run natively depends on timing: their results can differ from the reference's
 in the last bits (kernels and NumPy round transcendental functions and sums differently).
@@ -27,14 +32,17 @@ import os
 import threading
 from queue import SimpleQueue
 
-from ... import memory
+from ... import config, memory
 from ...compile import notice
+from . import prebuild
+from .render import render_kernel
 
 _jobs: SimpleQueue = SimpleQueue()
 _pending: set = set()  # (IR key, variant) of the kernels queued or being built
 _failed: set = set()  # those whose background build raised
 _lock = threading.Lock()
 _thread = None
+_workers = None  # the builder process's prebuild.Pool, once started
 _to_disk = False  # whether the last queued kernel goes into a disk cache (see `_finish`)
 
 
@@ -45,9 +53,48 @@ def defer(backend, ir, variant) -> bool:
     key = (ir.key, variant)
     if key in _pending:
         return True
-    if key in _failed or backend.on_disk(ir, variant):
+    if key in _failed:
         return False
-    global _thread, _to_disk
+    global _to_disk
+    _to_disk = backend.compiler.directory() is not None
+    if not _to_disk:
+        return _to_thread(backend, ir, variant, key)
+    source = render_kernel(ir, variant)
+    if backend.on_disk(ir, variant, source):
+        return False
+    return _to_process(key, source, f"{ir.name}{variant.suffix}")
+
+
+def _to_process(key, source, name) -> bool:
+    """Queue the kernel for the builder process (started on the first call)."""
+    global _workers
+    origin = getattr(notice._current, "origin", "")  # named by the build notice
+
+    def done(job):
+        _workers.jobs.pop(key, None)
+        if job.state == "done":
+            notice.evaluating(origin)
+            notice.kernel_built(job.seconds, True)
+        else:  # the calling thread builds it, and reports what goes wrong
+            _failed.add(key)
+        _pending.discard(key)
+
+    with _lock:
+        if key in _pending:
+            return True
+        if _workers is None:
+            _workers = prebuild.Pool(fifo=True)
+            atexit.register(_finish)  # after the pool's own close: runs before it
+        _pending.add(key)
+    if _workers.submit(key, source, name, 1, config.get().cache_dir, done) is None:
+        _pending.discard(key)
+        return False
+    return key in _pending  # False where it failed at once (no worker could start)
+
+
+def _to_thread(backend, ir, variant, key) -> bool:
+    """Queue the kernel for the builder thread (started on the first call)."""
+    global _thread
     with _lock:
         if key in _pending:
             return True
@@ -59,7 +106,6 @@ def defer(backend, ir, variant) -> bool:
             _thread = threading.Thread(target=_serve, daemon=True, name="braze-kernel-builder")
             _thread.start()
             atexit.register(_finish)
-    _to_disk = backend.compiler.directory() is not None
     origin = getattr(notice._current, "origin", "")  # named by the build notice
     _jobs.put((backend, ir, variant, key, origin))
     return True
@@ -89,13 +135,15 @@ def _finish() -> None:
         wait(float("inf"))
     except KeyboardInterrupt:
         pass
+    if _workers is not None:
+        _workers.close()
 
 
 def _after_fork() -> None:
-    """A forked child has no builder thread: it starts its own, with nothing queued (the
-    parent's queued kernels would otherwise look pending in the child forever)."""
-    global _jobs, _lock, _thread
-    _jobs, _lock, _thread = SimpleQueue(), threading.Lock(), None
+    """A forked child has no builder thread nor process: it starts its own, with nothing
+    queued (the parent's queued kernels would otherwise look pending in the child forever)."""
+    global _jobs, _lock, _thread, _workers
+    _jobs, _lock, _thread, _workers = SimpleQueue(), threading.Lock(), None, None
     _pending.clear()
 
 

@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -88,14 +89,23 @@ def predict(backend, ir, e, shapes, likely):
 
 class Job:
     """One kernel to build: `state` is "queued", "taken" (by a worker), "claimed" (back by
-    the calling process), "done" or "failed"."""
+    the calling process), "done" or "failed". `on_done(job)`, if given, is called once it is
+    done or failed (on a thread of the pool); `seconds` is then how long a worker took."""
 
-    __slots__ = ("source", "name", "state", "error", "finished")
+    __slots__ = ("source", "name", "cache_dir", "state", "error", "finished", "on_done",
+                 "seconds")
 
-    def __init__(self, source, name):
-        self.source, self.name = source, name
+    def __init__(self, source, name, cache_dir, on_done=None):
+        self.source, self.name, self.cache_dir = source, name, cache_dir
         self.state, self.error = "queued", None
         self.finished = threading.Event()
+        self.on_done, self.seconds = on_done, 0.0
+
+    def finish(self, ok: bool) -> None:
+        self.state = "done" if ok else "failed"
+        self.finished.set()
+        if self.on_done is not None:
+            self.on_done(self)
 
 
 class Pool:
@@ -103,9 +113,11 @@ class Pool:
     queued kernels from the front (run order) and takes back those no worker has started;
     the workers take them from the back, so the two meet with little waiting. A worker takes
     nothing before it is ready (its imports take about a second), so a first kernel is not
-    held up by a worker's start."""
+    held up by a worker's start. With `fifo`, workers take the oldest job first instead (the
+    background builds of background.py, which nothing takes back)."""
 
-    def __init__(self):
+    def __init__(self, fifo: bool = False):
+        self.fifo = fifo
         self._lock = threading.Condition(threading.Lock())
         self._queued: collections.deque = collections.deque()
         self._workers: list = []  # [subprocess.Popen]
@@ -114,16 +126,21 @@ class Pool:
         atexit.register(self.close)
 
     # -- the calling process's side ----------------------------------------------------------
-    def submit(self, key, source, name, workers: int, cache_dir: str) -> None:
+    def submit(self, key, source, name, workers: int, cache_dir: str, on_done=None):
+        """Queue a job (None if one is queued for `key` or the pool is closed), starting
+        workers up to `workers`; with no worker alive it fails at once."""
         with self._lock:
             if key in self.jobs or self._closed:
-                return
-            self.jobs[key] = job = Job(source, name)
+                return None
+            self.jobs[key] = job = Job(source, name, cache_dir, on_done)
             self._queued.append(job)
             self._workers = [w for w in self._workers if w.poll() is None]
             while len(self._workers) < workers and self._start(cache_dir):
                 pass
             self._lock.notify()
+        if not self._workers:
+            self._fail_queued()
+        return job
 
     def claim(self, key) -> bool:
         """Whether a worker built the kernel of `key` into the disk cache: False when no job
@@ -156,7 +173,7 @@ class Pool:
         with self._lock:
             while True:
                 while self._queued:
-                    job = self._queued.pop()
+                    job = self._queued.popleft() if self.fifo else self._queued.pop()
                     if job.state == "queued":  # not taken back by the calling process
                         job.state = "taken"
                         return job
@@ -179,16 +196,18 @@ class Pool:
             job = self._next()
             if job is None:
                 return
+            t0 = time.perf_counter()
             try:
-                proc.stdin.write(json.dumps({"source": job.source, "name": job.name}) + "\n")
+                req = {"source": job.source, "name": job.name, "cache_dir": job.cache_dir}
+                proc.stdin.write(json.dumps(req) + "\n")
                 proc.stdin.flush()
                 reply = proc.stdout.readline()
                 ok = bool(reply) and json.loads(reply).get("ok") is True
                 job.error = None if ok else (reply.strip() or "the worker exited")
             except (OSError, ValueError) as e:
                 ok, job.error = False, repr(e)
-            job.state = "done" if ok else "failed"
-            job.finished.set()
+            job.seconds = time.perf_counter() - t0
+            job.finish(ok)
             if not ok and proc.poll() is not None:
                 self._fail_queued()  # a dead worker: the calling process builds the rest
                 return
@@ -198,11 +217,13 @@ class Pool:
         with self._lock:
             if any(w.poll() is None for w in self._workers):
                 return
+            failed = []
             while self._queued:
                 job = self._queued.pop()
                 if job.state == "queued":
-                    job.state = "failed"
-                    job.finished.set()
+                    failed.append(job)
+        for job in failed:  # outside the lock: a callback may queue the next job
+            job.finish(False)
 
     def close(self) -> None:
         with self._lock:
@@ -221,9 +242,10 @@ POOL = Pool()
 
 # -- the worker's side -------------------------------------------------------------------------
 def _serve() -> None:
-    """Read {"source", "name"} lines from stdin, build each into the disk cache, answer
-    {"ok": true, "how": ...} or {"ok": false, "error": ...} per line."""
+    """Read {"source", "name", "cache_dir"} lines from stdin, build each into that disk
+    cache, answer {"ok": true, "how": ...} or {"ok": false, "error": ...} per line."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from ... import config
     from .compiler import NumbaCompiler
     compiler = NumbaCompiler()
     sys.stdout.write(json.dumps({"ready": True}) + "\n")
@@ -231,10 +253,11 @@ def _serve() -> None:
     for line in sys.stdin:
         try:
             req = json.loads(line)
-            d = compiler.directory()
-            if d is None:
-                raise RuntimeError("the disk cache is not usable here")
-            _, how = compiler._compile_disk(d, req["source"], req["name"])
+            with config.override(cache_dir=req["cache_dir"]):
+                d = compiler.directory()
+                if d is None:
+                    raise RuntimeError("the disk cache is not usable here")
+                _, how = compiler._compile_disk(d, req["source"], req["name"])
             reply = {"ok": True, "how": how}
         except Exception as e:  # the calling process builds it instead
             reply = {"ok": False, "error": repr(e)}
