@@ -25,7 +25,8 @@ Libraries (`--libs`): `braze`, `mlx`, and when installed `torch` (eager) and `to
 - `cold`: a fresh process with an empty kernel cache (a new BRAZE_CACHE_DIR; torch.compile gets
   a new TORCHINDUCTOR_CACHE_DIR; MLX has no disk cache, so its cold is its first run): the
   rate over the first `--cold-steps` training steps, or the first prefill + decode, compiles and
-  kernel builds included.
+  kernel builds included. braze's modules are byte-compiled first, as `pip install` does (with
+  PYTHONDONTWRITEBYTECODE set an editable checkout has no .pyc files otherwise).
 - `busy`: as `warm`, while a spinning process (started and stopped by the worker around its
   timed units) keeps the last core of this process's affinity busy.
 Every (library, program, condition) runs in its own child process. Rates are steps/s
@@ -410,6 +411,26 @@ def _load():
     return [round(v, 2) for v in os.getloadavg()]
 
 
+def _byte_compile_braze() -> None:
+    """Byte-compile the braze the cells import, as `pip install` does: where
+    PYTHONDONTWRITEBYTECODE is set (as on the development machines) an editable checkout
+    never gets .pyc files, and every cold cell then compiled braze's whole source (about
+    0.3 s of its first step: an install cost, not a run's)."""
+    import compileall
+    import importlib.util
+
+    env_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    saved = sys.path[:]
+    sys.path[:0] = env_path + [ROOT]
+    try:
+        spec = importlib.util.find_spec("braze")
+    finally:
+        sys.path[:] = saved
+    if spec is not None and spec.submodule_search_locations:
+        for d in spec.submodule_search_locations:
+            compileall.compile_dir(d, quiet=1)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.worker is not None:
@@ -420,6 +441,8 @@ def main(argv=None) -> int:
     if missing:
         print(f"not installed, columns left out: {', '.join(missing)}", file=sys.stderr)
     rows = rows_of(args.programs, args.sizes)
+    if any(lib.startswith("braze") for lib in libs):
+        _byte_compile_braze()
     load0 = _load()
     meta = {"bench": "programs", "kind": "meta",
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
