@@ -74,6 +74,29 @@ def test_corrupt_entry_is_rebuilt(tmp_path):
     assert third["stats"]["builds"] == 0
 
 
+def test_loading_never_lists_the_cache_directory(tmp_path):
+    """An entry loads from the files its manifest names: a directory listing per kernel cost
+    milliseconds in a cache of thousands of kernels."""
+    _run(tmp_path)
+    deny = tmp_path / "sitecustomize.py"  # the second process fails on any glob
+    deny.write_text("import glob\n"
+                    "def _no(*a, **k):\n    raise AssertionError('glob while loading')\n"
+                    "glob.glob = glob.iglob = _no\n")
+    pp = os.pathsep.join([str(tmp_path)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    again, _ = _run(tmp_path, {"PYTHONPATH": pp})
+    assert again["stats"]["builds"] == 0 and again["stats"]["disk_loads"] == 2
+
+
+def test_an_entry_missing_a_listed_file_is_rebuilt(tmp_path):
+    _run(tmp_path)
+    for p in (tmp_path / "cache").rglob("*.nbc"):
+        p.unlink()
+    again, _ = _run(tmp_path)
+    assert again["stats"]["builds"] == 2
+    third, _ = _run(tmp_path)
+    assert third["stats"]["builds"] == 0 and third["stats"]["disk_loads"] == 2
+
+
 def test_tampered_source_is_rebuilt(tmp_path):
     _run(tmp_path)
     for p in (tmp_path / "cache").rglob("k_*.py"):

@@ -196,6 +196,16 @@ def write_manifest(path: str, source_hash: str, files) -> None:
     atomic_write(path, json.dumps(entry, sort_keys=True))
 
 
+def manifest_files(path: str) -> list:
+    """The file names a manifest lists ([] if it is missing or malformed)."""
+    raw = read_bytes(path)
+    try:
+        files = json.loads(raw)["files"] if raw is not None else {}
+        return [os.path.basename(n) for n in files] if isinstance(files, dict) else []
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
 def check_manifest(path: str, source_hash: str, directory: str, present) -> bool:
     """True iff the manifest at `path` exists, names `source_hash`, lists at least one file,
     and every listed file in `directory` exists with its recorded hash, and no file in

@@ -376,11 +376,26 @@ def _math_copy(py_func):
         return njit(error_model="numpy", nogil=True)(py_func)
 
 
-MATH = {}
-for _name, _fn in mathlib.FUNCTIONS.items():
-    MATH[_name] = globals()[_name] = _math_copy(_fn.py_func)
-    __all__.append(_name)
+class _Copies(dict):
+    """name -> the copy, made on first use: a disk-cached dispatcher costs ~0.1 ms to make
+    (Numba checks its cache directory), and making all of them up front was a third of the
+    cpu backend's start in a process that only loads its kernels from the disk cache."""
+
+    def __missing__(self, name):
+        copy = self[name] = globals()[name] = _math_copy(mathlib.FUNCTIONS[name].py_func)
+        return copy
+
+
+MATH = _Copies()
+__all__.extend(mathlib.FUNCTIONS)
 _PREPARED: set = set()
+
+
+def __getattr__(name):
+    """A kernel module's `from ...scalar import exp_f32` makes that copy (PEP 562)."""
+    if name in mathlib.FUNCTIONS:
+        return MATH[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _force_inline(disp) -> None:
@@ -398,7 +413,7 @@ def _force_inline(disp) -> None:
 def prepare(names) -> None:
     """Compile the math functions `names` (as used by a kernel about to be built)."""
     for name in names:
-        if name in _PREPARED or name not in MATH:
+        if name in _PREPARED or name not in mathlib.FUNCTIONS:
             continue
         disp = MATH[name]
         ty = types.float64 if name.endswith("_f64") else types.float32
