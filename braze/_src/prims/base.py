@@ -138,6 +138,9 @@ class Primitive:
     #: True when the scheduler should call `eval_node(array)` instead of `eval_cpu(*buffers)`
     #: (a fused kernel that may donate an input buffer needs to see the graph node)
     node_eval = False
+    #: its one input reshaped to the node's shape is its value: the scheduler reshapes
+    #: without calling `eval_cpu` (which recomputes the shape; a decode step has ~40 such)
+    pure_reshape = False
 
     def __init__(self, *args, **kwargs):
         # the __init__ of a class without fields, and of a lazy_dataclass not made yet

@@ -104,12 +104,15 @@ def blas_matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
     and the thread count only, never on timing, so a product's rounding is the same every
     call. `BRAZE_BLAS_THREADS=n > 0` leaves BLAS n threads and does not split; nor does
     braze when the user set one of `USER_BLAS_VARS`."""
-    if out is None:
-        out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
     m, k = a.shape
     n = b.shape[1]
+    split = _blas_threads()  # applies the BLAS limit at the first product
+    if m * k * n < SPLIT_MACS or not split or a.dtype.kind not in "fc":
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    if out is None:
+        out = np.empty((m, n), np.result_type(a, b))
     nt = num_threads()
-    if not _blas_threads() or nt <= 1 or m * k * n < SPLIT_MACS or a.dtype.kind not in "fc":
+    if nt <= 1:
         return np.matmul(a, b, out=out)
     if m >= 2 * CHUNK_ROWS:
         POOL.run_chunks(_row_chunks, m, (a, b, out), max(CHUNK_ROWS, -(-m // (2 * nt))))
@@ -155,6 +158,8 @@ def _matmul(a, b):
 
 def _compute(x):
     """Half floats are multiplied in float32."""
+    if x.dtype.itemsize > 2:  # neither float16 nor bfloat16 (the common case, at once)
+        return x
     return x.astype(np.float32) if D.is_half(x.dtype) else x
 
 

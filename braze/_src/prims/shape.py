@@ -112,6 +112,8 @@ class _ReshapeRules:
     """vjp/jvp of the pure reshapes: the cotangent is reshaped back; the tangent is reshaped
     the same way as the primal."""
 
+    pure_reshape = True
+
     def vjp(self, primals, cotangents, argnums, outputs):
         return [reshape_like(cotangents[0], primals[0])]
 
