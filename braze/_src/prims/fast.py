@@ -630,10 +630,16 @@ def _sdpa_operands(prim, qs, k, v, mask, sinks, dt):
     nkv, Tk = k.shape[1:3]
     mv, ms, kind = _sdpa_mask(mask, Tk, ct)
     sk = _c(sinks, ct) if sinks is not None else np.zeros(1, ct)
-    fmin = ct.type(D.finfo(D.from_numpy(dt)).min)
+    fmin = _lowest(dt, ct)
     return (_as_rows(_c(qs, ct)), _as_rows(_c(k, ct)), _as_rows(_c(v, ct)), mv, ms, sk, Tq,
             Tk, nkv, N // nkv, int(prim.causal), kind, int(sinks is not None), fmin, _mode(dt),
             _ROWS)
+
+
+@functools.lru_cache(maxsize=None)
+def _lowest(dt, ct):
+    """The most negative finite value of `dt`, in the compute dtype `ct` (a masked score)."""
+    return ct.type(D.finfo(D.from_numpy(dt)).min)
 
 
 def _scaled_q(q, scale, ct):

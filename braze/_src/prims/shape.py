@@ -305,11 +305,13 @@ class Unflatten(_ReshapeRules, Primitive):
     def out_shape(self, shape):
         ax = self.axis
         n = shape[ax]
-        try:
-            mid = resolve_shape(n, self.shape, "unflatten")
-        except ValueError:
-            raise ValueError(f"[unflatten] Cannot unflatten axis {ax} with size {n} into "
-                             f"shape {_pshape(self.shape)}.") from None
+        mid = self.shape
+        if -1 in mid or _prod(mid) != n:
+            try:
+                mid = resolve_shape(n, mid, "unflatten")
+            except ValueError:
+                raise ValueError(f"[unflatten] Cannot unflatten axis {ax} with size {n} into "
+                                 f"shape {_pshape(self.shape)}.") from None
         return tuple(shape[:ax]) + mid + tuple(shape[ax + 1:])
 
     def abstract_eval(self, x):
