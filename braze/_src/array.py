@@ -768,6 +768,15 @@ def _repoint_consumers(dst: array, old: array) -> None:
 def _repoint_within(src: array, dst: array, old: array, limit: int = 256) -> None:
     """Re-point consumers of `dst` found in `src`'s unevaluated graph (walked up to `limit`
     nodes), which is where an in-place update's own consumers are; cheap, unlike the search."""
+    ins = src._inputs
+    k = 0
+    for x in ins:
+        k += x is dst
+    if k and k == dst._nc and src._siblings is None:  # `a[i] = v`: src reads dst directly
+        src._inputs = tuple([old if x is dst else x for x in ins])
+        dst._nc -= k
+        old._nc += k
+        return
     todo, seen = [src], set()
     while todo and len(seen) < limit and dst._nc > 0:
         n = todo.pop()
