@@ -1,0 +1,135 @@
+"""Per-token cost of programs.py's llm-tiny greedy decode, split into building the token's graph
+(the model call and argmax) and evaluating it (`mx.eval`), for braze, an older braze revision
+(`--old REV`) and MLX, each round running every variant in turn in a fresh process.
+
+Usage: python benchmarks/decode_token.py [--old REV] [--rounds N] [--tokens N] [--json F]
+
+A decode step of a small model is ~100 tiny ops: what it measures is the per-op cost of the
+eager path (Python op code, node construction, the scheduler, each primitive's NumPy or Numba
+kernel), which `programs.py --quick` (16 tokens) is too noisy to resolve. Rounds alternate
+the variants so a shared machine's drift falls on all of them; the table gives the median of
+the rounds' per-token times and the best round.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PROMPT = 128
+
+
+def worker(lib: str, tokens: int) -> dict:
+    os.environ["BENCH_LIB"] = lib
+    sys.path.insert(0, HERE)
+    import _programs_mx as P
+    import numpy as np
+    mx = P.mx
+    cfg = P.LLM_SIZES["tiny"]
+    mx.random.seed(0)
+    model = P.Llama(**cfg)
+    mx.eval(model.parameters())
+    prompt = mx.array(np.random.default_rng(0).integers(0, cfg["vocab"], PROMPT)
+                      .astype(np.int32))
+
+    def run(n):
+        cache = [P.KVCache() for _ in model.layers]
+        y = mx.argmax(model(prompt[None], cache)[:, -1, :], axis=-1)
+        mx.eval(y)
+        build = ev = 0.0
+        for _ in range(n):
+            t0 = time.perf_counter()
+            y = mx.argmax(model(y[:, None], cache)[:, -1, :], axis=-1)
+            t1 = time.perf_counter()
+            mx.eval(y)
+            build += t1 - t0
+            ev += time.perf_counter() - t1
+        return build / n, ev / n
+
+    for _ in range(2):  # kernels built (background builds waited for), caches warm
+        run(20)
+        if lib == "braze":
+            try:
+                from braze._src.backends.cpu import background
+            except ImportError:  # a revision without background builds
+                continue
+            background.wait(600)
+    build, ev = run(tokens)
+    return {"bench": "decode_token", "lib": lib, "build_s": build, "eval_s": ev,
+            "module": mx.__file__}
+
+
+def _run(lib, tokens, pythonpath):
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, __file__, "--worker", lib, "--tokens", str(tokens)],
+                         env=env, capture_output=True, text=True)
+    if out.returncode:
+        print(f"{lib}: failed\n{out.stderr.strip()[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _variants(old, tmp):
+    from kv_cache import _extract  # the braze package of a git revision
+
+    out = [("braze", "braze", ROOT)]
+    if old:
+        _extract(old, tmp)
+        out.append((f"braze@{old}", "braze", tmp))
+    try:
+        import mlx.core  # noqa: F401
+        out.append(("mlx", "mlx", None))
+    except ImportError:
+        print("mlx is not installed: its row is left out", file=sys.stderr)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--old", help="also run the braze package of this git revision")
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--tokens", type=int, default=150, help="timed decode tokens per round")
+    ap.add_argument("--json", help="append one JSON line per round and variant to this file")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.tokens)))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        variants = _variants(args.old, tmp)
+        recs = {name: [] for name, _, _ in variants}
+        for r in range(args.rounds):
+            for name, lib, path in variants:
+                print(f"round {r + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
+                rec = _run(lib, args.tokens, path)
+                if rec is not None:
+                    recs[name].append(dict(rec, variant=name))
+    print(f"llm-tiny decode, µs per token: median of {args.rounds} rounds (best round)")
+    print(f"{'variant':<22}{'total':>16}{'build':>10}{'eval':>10}")
+    for name, rows in recs.items():
+        if not rows:
+            continue
+        tot = [r["build_s"] + r["eval_s"] for r in rows]
+        med = lambda k: statistics.median(r[k] for r in rows) * 1e6  # noqa: E731
+        print(f"{name:<22}{statistics.median(tot) * 1e6:>9.0f} ({min(tot) * 1e6:>4.0f})"
+              f"{med('build_s'):>10.0f}{med('eval_s'):>10.0f}")
+    if args.json:
+        with open(args.json, "a") as f:
+            for rows in recs.values():
+                for r in rows:
+                    f.write(json.dumps(r) + "\n")
+    return 0 if any(recs.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
