@@ -163,3 +163,40 @@ def test_donation_needs_exact_reference_counts(monkeypatch):
     assert np.asarray(x)[0, 0] == -1.0 and np.asarray(y)[0, 0] == 1.0
     peak, out = _peak_of(lambda: mx.abs(mx.zeros((N,)) - 1))
     assert np.asarray(out).min() == 1.0 and peak >= 2 * 4 * N  # no buffer taken over
+
+
+_OUTLIVES = """
+import ctypes, gc, sys
+import numpy as np
+import braze.core as mx
+from braze._src import memory
+st = memory._pool_state()
+if not st:
+    print("skip"); sys.exit(0)
+prev = st["set"](st["capsule"])
+late = [np.empty(1 << 14) for _ in range(16)] + [np.empty(n) for n in range(1, 64)]
+st["set"](prev)
+addr, limit = st["table"].ctypes.data, int(st["table"][1])
+memory._KEEP.clear()  # interpreter exit drops the module's references before these arrays
+memory._pool["state"] = None
+del st
+gc.collect()
+junk = [bytearray(4160) for _ in range(64)]  # would reuse a freed table's memory
+intact = ctypes.c_int64.from_address(addr + 8).value == limit
+del late  # freed through the handler, which must still have its table
+print("intact" if intact else "freed")
+"""
+
+
+def test_the_buffer_cache_outlives_the_arrays_it_allocated():
+    """Arrays allocated through the buffer cache's handler may be freed after braze's modules
+    at interpreter exit: its table lives in memory no Python object owns (a NumPy-owned
+    table was freed first, and the frees that followed wrote into freed memory: programs
+    ended with "corrupted double-linked list", exit status 134)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _OUTLIVES], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] in ("intact", "skip"), out.stdout

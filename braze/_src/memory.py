@@ -232,7 +232,18 @@ def _init_pool():
     c_free = libc.free
     c_free.restype = None
     c_free.argtypes = [ctypes.c_void_p]
-    table = np.zeros(_NSLOTS, dtype=np.int64)
+    calloc = libc.calloc
+    calloc.restype = ctypes.c_void_p
+    calloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+    # the table and the handler live in memory no Python object owns, never freed: arrays
+    # allocated through the handler are freed through it until the very end of interpreter
+    # exit, after this module's objects are gone (a NumPy-owned table was freed first and
+    # the handler's writes into it corrupted the heap: "corrupted double-linked list")
+    tptr = calloc(_NSLOTS, 8)
+    if not tptr:
+        raise MemoryError("[buffer cache] cannot allocate its table")
+    table = np.ctypeslib.as_array(ctypes.cast(tptr, ctypes.POINTER(ctypes.c_int64)),
+                                  shape=(_NSLOTS,))
     lim = _state["cache_limit"]
     table[1] = get_memory_limit() if lim is None else lim
 
@@ -245,18 +256,26 @@ def _init_pool():
         _fields_ = [("name", ctypes.c_char * 127), ("version", ctypes.c_uint8),
                     ("allocator", _Allocator)]
 
-    handler = _Handler()
+    hptr = calloc(1, ctypes.sizeof(_Handler))
+    if not hptr:
+        raise MemoryError("[buffer cache] cannot allocate its handler")
+    handler = _Handler.from_address(hptr)
     handler.name = b"braze_buffer_cache"
     handler.version = 1
-    handler.allocator = _Allocator(table.ctypes.data, h_malloc.address, h_calloc.address,
+    handler.allocator = _Allocator(tptr, h_malloc.address, h_calloc.address,
                                    h_realloc.address, h_free.address)
     api = ctypes.pythonapi
     api.PyCapsule_New.restype = ctypes.py_object
     api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
     api.PyCapsule_GetPointer.restype = ctypes.c_void_p
     api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    name = ctypes.c_char_p(b"mem_handler")
-    capsule = api.PyCapsule_New(ctypes.addressof(handler), name, None)
+    label = b"mem_handler\0"  # the capsule's name, read by every array's dealloc: kept too
+    nptr = calloc(1, len(label))
+    if not nptr:
+        raise MemoryError("[buffer cache] cannot allocate its name")
+    ctypes.memmove(nptr, label, len(label))
+    name = ctypes.c_char_p(label[:-1])
+    capsule = api.PyCapsule_New(hptr, ctypes.c_char_p(nptr), None)
     try:
         from numpy._core import _multiarray_umath as mu
     except ImportError:  # pragma: no cover - NumPy 1.x
@@ -272,8 +291,8 @@ def _init_pool():
     st = {"table": table, "capsule": capsule, "handler": handler, "name": name,
           "funcs": (h_malloc, h_calloc, h_realloc, h_free), "set": set_handler,
           "free": c_free}
-    # everything above must outlive every array allocated through it (arrays may die at
-    # interpreter exit after this module): keep a reference forever
+    # the compiled functions too must outlive every array allocated through them: kept for
+    # as long as the module (the memory they use is never freed, above)
     _KEEP.append(st)
     return st
 
