@@ -189,7 +189,7 @@ class Pool:
         except (OSError, ValueError):
             ready = ""
         if not ready:
-            proc.poll()
+            _reap(proc)
             self._fail_queued()
             return
         while True:
@@ -197,6 +197,7 @@ class Pool:
             if job is None:
                 return
             t0 = time.perf_counter()
+            reply = ""
             try:
                 req = {"source": job.source, "name": job.name, "cache_dir": job.cache_dir}
                 proc.stdin.write(json.dumps(req) + "\n")
@@ -208,7 +209,8 @@ class Pool:
                 ok, job.error = False, repr(e)
             job.seconds = time.perf_counter() - t0
             job.finish(ok)
-            if not ok and proc.poll() is not None:
+            if not ok and (not reply or proc.poll() is not None):
+                _reap(proc)
                 self._fail_queued()  # a dead worker: the calling process builds the rest
                 return
 
@@ -235,6 +237,16 @@ class Pool:
                 w.stdin.close()
             except OSError:
                 pass
+
+
+def _reap(proc) -> None:
+    """Wait for a worker whose output ended (killed if it lingers): until it is reaped,
+    `poll()` may still call it alive, and its queued jobs would wait for it forever."""
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 POOL = Pool()
