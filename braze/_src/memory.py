@@ -129,7 +129,8 @@ def set_wired_limit(limit: int) -> int:
 # a buffer enters the cache when its last reference dies, exactly like MLX's allocator.
 #
 # The handler's functions are Numba `cfunc`s (native code: they run inside NumPy's dealloc,
-# with the GIL held, on any thread), the table is a leaked int64 array:
+# with the GIL held, on any thread); the table is int64s in calloc'd memory, never freed
+# (`_init_pool`: arrays may be freed through the handler to the very end of interpreter exit):
 #   [0] cached bytes, [1] limit, [2] entries, [3] hits, [4] misses, [5..7] unused,
 #   then (size, pointer) pairs.
 # Only blocks of at least `_MIN_CACHED` bytes are cached (smaller ones come from libc's
