@@ -16,13 +16,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
+from _revisions import rounds
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 PROMPT = 128
 
 
@@ -66,33 +65,6 @@ def worker(lib: str, tokens: int) -> dict:
             "module": mx.__file__}
 
 
-def _run(lib, tokens, pythonpath):
-    env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, __file__, "--worker", lib, "--tokens", str(tokens)],
-                         env=env, capture_output=True, text=True)
-    if out.returncode:
-        print(f"{lib}: failed\n{out.stderr.strip()[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _variants(old, tmp):
-    from kv_cache import _extract  # the braze package of a git revision
-
-    out = [("braze", "braze", ROOT)]
-    if old:
-        _extract(old, tmp)
-        out.append((f"braze@{old}", "braze", tmp))
-    try:
-        import mlx.core  # noqa: F401
-        out.append(("mlx", "mlx", None))
-    except ImportError:
-        print("mlx is not installed: its row is left out", file=sys.stderr)
-    return out
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,15 +77,8 @@ def main(argv=None):
     if args.worker:
         print(json.dumps(worker(args.worker, args.tokens)))
         return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        variants = _variants(args.old, tmp)
-        recs = {name: [] for name, _, _ in variants}
-        for r in range(args.rounds):
-            for name, lib, path in variants:
-                print(f"round {r + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
-                rec = _run(lib, args.tokens, path)
-                if rec is not None:
-                    recs[name].append(dict(rec, variant=name))
+    names, records = rounds(__file__, args.old, args.rounds, ["--tokens", str(args.tokens)])
+    recs = {name: [r for r in records if r["variant"] == name] for name in names}
     print(f"llm-tiny decode, µs per token: median of {args.rounds} rounds (best round)")
     print(f"{'variant':<22}{'total':>16}{'build':>10}{'eval':>10}")
     for name, rows in recs.items():

@@ -16,10 +16,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
+
+from _revisions import rounds
 
 # steady-state per-token cost: kernels are built in the call, not in the background while
 # calls run on the numpy reference (BRAZE_BACKGROUND_BUILDS; the variants' processes inherit it)
@@ -29,7 +29,6 @@ H, D = 8, 64
 CONTEXTS = (128, 2048)
 MODES = ("eager", "compiled")
 WARMUP = 8
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _decode(mx, context, mode, attend, steps):
@@ -82,39 +81,6 @@ def worker(variant, steps):
             print(json.dumps(rec), flush=True)
 
 
-def _extract(rev, into):
-    """The braze package of git revision `rev`, written under `into`."""
-    archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "braze"], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
-
-
-def _run(variant, steps, pythonpath):
-    env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, __file__, "--worker", variant, "--steps", str(steps)],
-                         env=env, capture_output=True, text=True)
-    if out.returncode:
-        print(f"{variant}: failed\n{out.stderr.strip()[-2000:]}", file=sys.stderr)
-        return []
-    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-
-
-def _variants(old, tmp):
-    """(name, PYTHONPATH) of each variant that can run here."""
-    out = [("braze", ROOT)]
-    if old:
-        _extract(old, tmp)
-        out.append((f"braze@{old}", tmp))
-    try:
-        import mlx.core  # noqa: F401
-        out.append(("mlx", None))
-    except ImportError:
-        print("mlx is not installed: its rows are left out", file=sys.stderr)
-    return out
-
-
 def _best(records):
     """The smallest of the rounds' medians per (variant, mode, context)."""
     best = {}
@@ -156,18 +122,9 @@ def main(argv=None):
     if args.worker:
         worker(args.worker, args.steps)
         return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        variants = _variants(args.old, tmp)
-        records = []
-        for r in range(args.rounds):
-            for name, path in variants:
-                print(f"round {r + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
-                recs = _run(name if name == "mlx" else "braze", args.steps, path)
-                for rec in recs:
-                    rec["variant"] = name
-                records += recs
+    names, records = rounds(__file__, args.old, args.rounds, ["--steps", str(args.steps)])
     best = _best(records)
-    _table(best, [name for name, _ in variants])
+    _table(best, names)
     if args.json:
         with open(args.json, "a") as f:
             for rec in best.values():
