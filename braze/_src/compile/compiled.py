@@ -155,16 +155,17 @@ class Compiled(Primitive):
         """Evaluate the unevaluated node `node` (one of this primitive's outputs), donating
         the input buffers nothing else references."""
         ins = node._inputs
+        ir = self.ir
         # a row region's outputs may be per-row: the backend wants the region's full shape
-        shape = (node._shape if not self.ir.reduce_ndim
-                 else self.output_shape([x._shape for x in ins]))
+        shape = node._shape if not ir.reduce_ndim else self.output_shape([x._shape for x in ins])
         donatable = None
-        # a single element is cheaper to allocate than to prove donatable (~10 us a call)
-        if ins and max(shape, default=0) > 1 and not (node._tracer and TraceState.depth):
+        # a single element is cheaper to allocate than to prove donatable (~10 us a call);
+        # `count` rather than max(): this is the hot path of tiny compiled calls
+        if ins and shape.count(1) != len(shape) and not (node._tracer and TraceState.depth):
             donatable = self._donatable(node, ins)
         xs = [x._data for x in ins]
         notice.evaluating(self.origin)
-        outs = backend().run_compiled(self.ir, xs, shape, donatable)
+        outs = backend().run_compiled(ir, xs, shape, donatable)
         if donatable:
             _move_byte_counts(ins, xs, outs)
         return outs

@@ -22,9 +22,10 @@ hex digest (independent of the process) for in-memory and on-disk kernel caches.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -115,7 +116,6 @@ class KernelIR:
     ops: tuple
     outputs: tuple
     reduce_ndim: int = 0
-    _key: list = field(default_factory=list, compare=False, repr=False, hash=False)
 
     # -- structure -----------------------------------------------------------------------------
     @property
@@ -206,12 +206,11 @@ class KernelIR:
             lines.append(f"reduce_ndim:{self.reduce_ndim}")
         return "\n".join(lines)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """A stable hex digest of `kernel_text()` (same in every process)."""
-        if not self._key:
-            self._key.append(hashlib.sha256(self.kernel_text().encode()).hexdigest()[:32])
-        return self._key[0]
+        """A stable hex digest of `kernel_text()` (same in every process); kept in the
+        instance dict, which a frozen dataclass allows and a launch reads without a call."""
+        return hashlib.sha256(self.kernel_text().encode()).hexdigest()[:32]
 
     # -- printing ------------------------------------------------------------------------------
     def ref_name(self, ref: int) -> str:

@@ -44,7 +44,7 @@ def _mark(tape: Tape, find) -> Tape:
             if fold:
                 ops[i] = dataclasses.replace(op, fold=fold)
         if ops != list(ir.ops):
-            new = Compiled(dataclasses.replace(ir, ops=tuple(ops), _key=[]))
+            new = Compiled(dataclasses.replace(ir, ops=tuple(ops)))
             for s in a._siblings if a._siblings is not None else (a,):
                 s._prim = new
     return tape
