@@ -582,6 +582,39 @@ def test_sdpa_edges():
     np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("batch,start,mask", [(1, 0, None), (2, 5, None), (2, 0, "causal"),
+                                              (3, 11, "bool")])
+def test_sdpa_reads_a_kv_cache_prefix_where_it_lies(batch, start, mask):
+    """K/V that are the first positions of a larger cache buffer (cache[..., a:b, :]) are read
+    in place, bit for bit what the kernel gives on contiguous copies; views it cannot read in
+    place (the heads axis not uniform in memory) are copied, with the same results."""
+    rng = _rng(3)
+    nh, nkv, d, cap, t = 8, 2, 32, 700, 513
+    q = rng.standard_normal((batch, nh, 4, d)).astype(np.float32)
+    kbuf = rng.standard_normal((batch, nkv, cap, d)).astype(np.float32)
+    vbuf = rng.standard_normal((batch, nkv, cap, d)).astype(np.float32)
+    k, v = kbuf[..., start:start + t, :], vbuf[..., :t, :]
+    m = rng.random((4, t)) > 0.3 if mask == "bool" else None
+    prim = PF.ScaledDotProductAttention(d ** -0.5, causal=mask == "causal",
+                                        mask="bool" if m is not None else None)
+    extra = (m,) if m is not None else ()
+    rows, dist = PF._kv_rows(k, np.dtype(np.float32))
+    assert np.shares_memory(rows, kbuf) and dist == cap  # no copy
+    got = prim.eval_cpu(q, k, v, *extra)[0]
+    want = prim.eval_cpu(q, np.ascontiguousarray(k), np.ascontiguousarray(v), *extra)[0]
+    np.testing.assert_array_equal(got, want)
+    # heads and batch swapped in memory: (B, N) strides not uniform, so a copy
+    kt = np.ascontiguousarray(kbuf.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
+    kt = kt[..., start:start + t, :]
+    rows, dist = PF._kv_rows(kt, np.dtype(np.float32))
+    assert (batch == 1) == np.shares_memory(rows, kt) and dist == (cap if batch == 1 else t)
+    np.testing.assert_array_equal(prim.eval_cpu(q, kt, v, *extra)[0], want)
+    ref = OF._sdpa_composite(mx.array(q), mx.array(k), mx.array(v), scale=d ** -0.5,
+                             mask="causal" if mask == "causal" else
+                             (mx.array(m) if m is not None else None))
+    np.testing.assert_allclose(got, np.array(ref), rtol=2e-5, atol=2e-5)
+
+
 @pytest.mark.parametrize("name", ["gqa4_causal", "bool_2d", "add_batch", "sinks",
                                   "causal_more_queries"])
 def test_sdpa_grads_match_float64_composite(name):

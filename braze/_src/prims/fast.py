@@ -621,19 +621,44 @@ def _as_rows(a):
     return a.reshape(math.prod(a.shape[:3]), a.shape[3])
 
 
-def _sdpa_operands(prim, qs, k, v, mask, sinks, dt):
+_KV_VIEW_MIN = 1 << 17  # bytes: below, a copy costs no more than making the view (~2.5 us)
+
+
+def _kv_rows(a, ct):
+    """K or V (B, N, T, D) as the forward kernel reads it: (2-D rows, the row distance between
+    its (batch, head) pairs). A view of the first T positions of a larger buffer (a KV cache)
+    is read where it lies: copying it costs O(context) a token, as much again as attention."""
+    B, N, T, D = a.shape
+    fl = a.flags
+    if (not fl.c_contiguous and a.nbytes >= _KV_VIEW_MIN and a.dtype == ct and fl.writeable
+            and fl.aligned):
+        s0, s1, s2, s3 = a.strides
+        if s3 == a.itemsize and s2 == D * s3 and s1 >= T * s2 and s1 % s2 == 0 and (
+                B == 1 or s0 == N * s1):
+            R = s1 // s2
+            return np.lib.stride_tricks.as_strided(a, ((B * N - 1) * R + T, D), (s2, s3)), R
+    return _as_rows(_c(a, ct)), T
+
+
+def _sdpa_operands(prim, qs, k, v, mask, sinks, dt, in_place=False):
     """The arguments the attention kernels start with (`dt` the inputs' dtype), arrays as 2-D
     row views in the compute dtype (q pre-scaled): (q, k, v, mask values, mask strides, sinks,
-    Tq, Tk, Nkv, rep, causal, mask kind, has sinks, fmin, mode, rows per block)."""
+    Tq, Tk, Nkv, rep, causal, mask kind, has sinks, fmin, mode, rows per block). `in_place`
+    (the forward kernel): k and v may be read where they lie (`_kv_rows`), and their row
+    distances between (batch, head) pairs follow."""
     ct = qs.dtype
     N, Tq = qs.shape[1:3]
     nkv, Tk = k.shape[1:3]
     mv, ms, kind = _sdpa_mask(mask, Tk, ct)
     sk = _c(sinks, ct) if sinks is not None else np.zeros(1, ct)
     fmin = _lowest(dt, ct)
-    return (_as_rows(_c(qs, ct)), _as_rows(_c(k, ct)), _as_rows(_c(v, ct)), mv, ms, sk, Tq,
-            Tk, nkv, N // nkv, int(prim.causal), kind, int(sinks is not None), fmin, _mode(dt),
-            _ROWS)
+    if in_place:
+        (kr, ks), (vr, vs) = _kv_rows(k, ct), _kv_rows(v, ct)
+        tail = (ks, vs)
+    else:
+        kr, vr, tail = _as_rows(_c(k, ct)), _as_rows(_c(v, ct)), ()
+    return (_as_rows(_c(qs, ct)), kr, vr, mv, ms, sk, Tq, Tk, nkv, N // nkv, int(prim.causal),
+            kind, int(sinks is not None), fmin, _mode(dt), _ROWS) + tail
 
 
 @functools.lru_cache(maxsize=None)
@@ -745,7 +770,7 @@ class ScaledDotProductAttention(_Attention):
         B, N, Tq, Dk = q.shape
         nkv, Tk = k.shape[1], k.shape[2]
         rep = N // nkv
-        args = _sdpa_operands(self, qs, k, v, mask, sinks, dt)
+        args = _sdpa_operands(self, qs, k, v, mask, sinks, dt, in_place=True)
         _run(K.sdpa, B * nkv * -(-rep * Tq // _ROWS), args + (_as_rows(out),),
              min(_ROWS, rep * Tq) * Tk * (Dk + shape[3]))
         return [out.astype(dt, copy=False)]

@@ -354,13 +354,14 @@ def _probs(q, k, mask, mstride, sinks, tq, tk, rep, causal, mask_kind, has_sinks
 
 @_jit_sdpa
 def sdpa(start, stop, q, k, v, mask, mstride, sinks, tq, tk, nkv, rep, causal, mask_kind,
-         has_sinks, fmin, mode, rb, out):
-    """Attention for tasks [start, stop) over rows of 2-D views: q and out (B * Nq * Tq, D),
-    k and v (B * Nkv * Tk, D). A task is a block of at most `rb` query rows of one (batch, kv
-    head); those rows are contiguous (the kv head's `rep` query heads one after another,
-    query head h = kv_head * rep + r // Tq, row i = r % Tq), so each key and value row is
-    loaded once for the whole block and K/V are never repeated. q is pre-scaled. Per block:
-    the probabilities (`_probs`), then p @ v."""
+         has_sinks, fmin, mode, rb, kstride, vstride, out):
+    """Attention for tasks [start, stop) over rows of 2-D views: q and out (B * Nq * Tq, D);
+    k and v hold (batch, kv head) pair p's Tk rows from row p * kstride (p * vstride), so a
+    KV cache's first Tk positions are read where they lie. A task is a block of at most `rb`
+    query rows of one (batch, kv head); those rows are contiguous (the kv head's `rep` query
+    heads one after another, query head h = kv_head * rep + r // Tq, row i = r % Tq), so each
+    key and value row is loaded once for the whole block and K/V are never repeated. q is
+    pre-scaled. Per block: the probabilities (`_probs`), then p @ v."""
     dv = v.shape[1]
     nrows = rep * tq
     nblk = (nrows + rb - 1) // rb
@@ -377,7 +378,8 @@ def sdpa(start, stop, q, k, v, mask, mstride, sinks, tq, tk, nkv, rep, causal, m
         r0 = blk * rb
         nr = min(nrows, r0 + rb) - r0
         qbase = bk * nrows + r0  # = (b * nq + kh * rep) * tq + r0
-        kbase = bk * tk
+        kbase = bk * kstride
+        vbase = bk * vstride
         jend = _probs(q, k, mask, mstride, sinks, tq, tk, rep, causal, mask_kind, has_sinks,
                       fmin, mode, b, bk - b * nkv, r0, nr, qbase, kbase, s, lims, pm, ps)
         for rr in range(nr):
@@ -388,7 +390,7 @@ def sdpa(start, stop, q, k, v, mask, mstride, sinks, tq, tk, nkv, rep, causal, m
                 p = s[rr, j] if j < lims[rr] else pm[rr]
                 if p != 0:
                     for d in range(dv):
-                        acc[rr, d] += p * v[kbase + j, d]
+                        acc[rr, d] += p * v[vbase + j, d]
         for rr in range(nr):
             for d in range(dv):
                 out[qbase + rr, d] = rnd(acc[rr, d], mode)
