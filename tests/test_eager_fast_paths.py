@@ -3,7 +3,8 @@
 - basic indices (ints, slices, new axes, one ellipsis) skip `_parse` (`_basic_index`);
 - one integer index array (`table[tokens]`) builds the Gather and Reshape directly;
 - a product of a batch by a matrix folds the batch into rows of one 2-D product, as MLX's
-  matmul and addmm do;
+  matmul and addmm do (one RowsMatmul node outside transformations);
+- the transpose of an evaluated array is a NumPy view made at once (no node);
 - a Gather of table rows (an embedding) skips the general index arithmetic.
 """
 import numpy as np
@@ -11,8 +12,8 @@ import pytest
 
 import braze.core as mx
 from braze._src.ops.indexing import _basic_index
-from braze._src.prims.linalg import AddMM, Matmul
-from braze._src.prims.shape import Unflatten
+from braze._src.prims.linalg import AddMM, Matmul, RowsMatmul
+from braze._src.prims.shape import Transpose, Unflatten
 
 BASIC = [
     0, -1, 3, slice(None), slice(1, None), slice(None, None, -1), slice(-3, -1),
@@ -52,17 +53,78 @@ def test_basic_index_errors_are_the_general_paths():
         a[None, 0, 0, 0]
 
 
-@pytest.mark.parametrize("b_shape", [(8, 5), (8,)])
-def test_batch_by_matrix_is_one_2d_product(b_shape):
+def test_batch_by_matrix_is_one_2d_product():
+    """Eager: one RowsMatmul node; in a trace: Flatten + Matmul + Unflatten; the same bits."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, 3, 8)).astype(np.float32)
-    b = rng.standard_normal(b_shape).astype(np.float32)
+    b = rng.standard_normal((8, 5)).astype(np.float32)
     y = mx.array(a) @ mx.array(b)
-    node = y if len(b_shape) == 2 else y._inputs[0]  # a vector's product is squeezed after
-    assert isinstance(node._prim, Unflatten)
-    mm = node._inputs[0]
-    assert isinstance(mm._prim, Matmul) and mm._inputs[0].shape == (6, 8)
+    assert isinstance(y._prim, RowsMatmul) and y._inputs[0].shape == (2, 3, 8)
+    traced = mx.compile(lambda p, q: p @ q)
+    tape_y = traced(mx.array(a), mx.array(b))
+    np.testing.assert_array_equal(np.array(y), np.array(tape_y))
     np.testing.assert_allclose(np.array(y), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    seen = []
+    mx.grad(lambda p: (_record(p @ mx.array(b), seen) ** 2).sum())(mx.array(a))
+    assert isinstance(seen[0]._prim, Unflatten)
+    mm = seen[0]._inputs[0]
+    assert isinstance(mm._prim, Matmul) and mm._inputs[0].shape == (6, 8)
+
+
+def _record(x, seen):
+    seen.append(x)
+    return x
+
+
+def test_batch_by_vector_is_squeezed_after_one_2d_product():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    b = rng.standard_normal((8,)).astype(np.float32)
+    y = mx.array(a) @ mx.array(b)
+    node = y._inputs[0]
+    assert isinstance(node._prim, Unflatten)
+    assert isinstance(node._inputs[0]._prim, Matmul) and node._inputs[0]._inputs[0].shape == (6, 8)
+    np.testing.assert_allclose(np.array(y), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_rows_matmul_rules_match_the_product():
+    """RowsMatmul's vjp, jvp and vmap (called on concrete arrays) against float64 NumPy."""
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))
+    g, ta, tb = rng.standard_normal((2, 3, 5)), rng.standard_normal(a.shape), \
+        rng.standard_normal(b.shape)
+    A, B, G, TA, TB = (mx.array(v.astype(np.float32)) for v in (a, b, g, ta, tb))
+    prim = RowsMatmul()
+    da, db = prim.vjp([A, B], [G], [0, 1], None)
+    np.testing.assert_allclose(np.array(da), g @ b.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.array(db), np.einsum("bti,btj->ij", a, g), rtol=1e-4,
+                               atol=1e-4)
+    (t,) = prim.jvp([A, B], [TA, TB], [0, 1])
+    np.testing.assert_allclose(np.array(t), ta @ b + a @ tb, rtol=1e-4, atol=1e-4)
+    vb = rng.standard_normal((3, 4, 5))  # a batch of 3 matrices on axis 0, then on axis 2
+    VB = mx.array(vb.astype(np.float32))
+    for axes, ins, want in [
+            ((1, None), (mx.moveaxis(A, 0, 1), B), a @ b),
+            ((None, 0), (A, VB), np.stack([a @ m for m in vb])),
+            ((0, 2), (mx.array(np.stack([a] * 3).astype(np.float32)), mx.moveaxis(VB, 0, 2)),
+             np.stack([a @ m for m in vb]))]:
+        (out,), (ax,) = prim.vmap(list(ins), list(axes))
+        assert ax == 0
+        np.testing.assert_allclose(np.array(out), want, rtol=1e-4, atol=1e-4)
+
+
+def test_transpose_of_an_evaluated_array_is_a_view_made_at_once():
+    w = mx.array(np.arange(12, dtype=np.float32).reshape(3, 4))
+    t = w.T
+    assert t._prim is None and np.shares_memory(np.asarray(t), np.asarray(w))
+    np.testing.assert_array_equal(np.array(t), np.arange(12).reshape(3, 4).T)
+    w[0, 0] = 100.0  # an update of w never reaches the view taken before it
+    mx.eval(w)
+    assert float(t[0, 0]) == 0.0 and float(w[0, 0]) == 100.0
+    lazy = (w + 1).transpose(1, 0)
+    assert isinstance(lazy._prim, Transpose)
+    g = mx.grad(lambda v: (v.T * mx.arange(3.0)).sum())(w)  # a tracer's transpose: a node
+    np.testing.assert_array_equal(np.array(g), np.broadcast_to(np.arange(3.0)[:, None], (3, 4)))
 
 
 def test_batch_addmm_is_one_2d_product_with_gradients():

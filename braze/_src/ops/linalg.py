@@ -13,9 +13,9 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import dtypes as D
-from ..array import array
+from ..array import TraceState, array
 from ..prims.base import bind
-from ..prims.linalg import AddMM, BlockMaskedMM, Einsum, Matmul, SegmentedMM
+from ..prims.linalg import AddMM, BlockMaskedMM, Einsum, Matmul, RowsMatmul, SegmentedMM
 from ..prims.shape import BroadcastAxes, ExpandDims, Flatten, Reshape, Squeeze, Unflatten
 from ..prims.unary import STOP_GRADIENT
 from ..scheduler import CompileTraces
@@ -120,6 +120,8 @@ def _rows_product(a, b, op):
         raise ValueError(
             f"[{op}] Last dimension of first input with shape {a.shape} must match second to "
             f"last dimension of second input with shape {b.shape}.")
+    if not TraceState.depth and b.ndim == 2:  # nothing will transform it: one node
+        return bind_allocating(RowsMatmul(), (a, b), op)
     rows = bind(Flatten(0, a.ndim - 2), (a,))
     out = bind(Unflatten(0, a._shape[:-1]), (bind_allocating(Matmul(), (rows, b2), op),))
     return _squeeze(out, (out.ndim - 1,) if b.ndim == 1 else ())

@@ -11,7 +11,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import dtypes as D
-from ..array import LIST_STACK, array
+from ..array import LIST_STACK, TraceState, array
 from ..memory import check_allocation
 from ..prims.base import bind
 from ..prims.core import Broadcast
@@ -206,7 +206,7 @@ def _transpose(a, axes, op):
     if axes is None:
         if nd < 2:
             return a
-        return bind(Transpose(tuple(range(nd - 1, -1, -1))), (a,))
+        return _permuted(a, tuple(range(nd - 1, -1, -1)))
     raw = _int_tuple(axes, op, "axes")
     if len(raw) != nd:
         raise ValueError(f"[{op}] Received {len(raw)} axes {raw} for array with "
@@ -221,6 +221,15 @@ def _transpose(a, axes, op):
     perm = tuple(perm)
     if perm == tuple(range(nd)):
         return a
+    return _permuted(a, perm)
+
+
+def _permuted(a, perm):
+    if a._data is not None and not TraceState.depth:
+        # an evaluated array's transpose is a NumPy view: made now it costs less than a node
+        # and its evaluation (a Linear's `weight.T`, every call); updates of `a` see the
+        # view's reference to the buffer and copy
+        return array._from_data(a._data.transpose(perm))
     return bind(Transpose(perm), (a,))
 
 

@@ -224,6 +224,44 @@ class Matmul(Primitive):
 
 
 @lazy_dataclass
+class RowsMatmul(Primitive):
+    """a @ b for `a` of rank > 2 and a matrix `b`: a's leading axes fold into the rows of one
+    2-D product. It is the ops layer's Flatten + Matmul + Unflatten (MLX's batching of a
+    product by a matrix) as one node, with the same arithmetic; `matmul` makes it outside
+    transformations only (an eager decode step's Linear: one node, not three), and its rules
+    are those of the three nodes, written with the ops."""
+
+    def abstract_eval(self, a, b):
+        return [(tuple(a.shape[:-1]) + (b.shape[1],), a.dtype)]
+
+    def eval_cpu(self, a, b):
+        out = _matmul(_compute(a.reshape(-1, a.shape[-1])), _compute(b))
+        return [out.reshape(a.shape[:-1] + out.shape[1:]).astype(a.dtype, copy=False)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        a, b = primals
+        g = cotangents[0]
+        return [ops.matmul(g, _swap(b)) if i == 0 else
+                ops.matmul(_swap(ops.flatten(a, 0, -2)), ops.flatten(g, 0, -2))
+                for i in argnums]
+
+    jvp = Matmul.jvp  # linear in each operand: the same terms
+
+    def vmap(self, inputs, axes):
+        a, b = inputs
+        ax_a, ax_b = axes
+        a = ops.moveaxis(a, ax_a, 0) if ax_a is not None else a
+        if ax_b is None:  # a's batch axis is one more leading axis
+            return [ops.matmul(a, b)], [0]
+        if ax_a is None:
+            a = ops.expand_dims(a, 0)
+        # b's batch axis in front of a's leading axes (broadcast over them)
+        b = ops.moveaxis(b, ax_b, 0)
+        b = ops.reshape(b, b.shape[:1] + (1,) * (a.ndim - 3) + b.shape[1:])
+        return [ops.matmul(a, b)], [0]
+
+
+@lazy_dataclass
 class AddMM(Primitive):
     """alpha * (a @ b) + beta * c, with c already broadcast to the output shape."""
 
