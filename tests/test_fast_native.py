@@ -455,6 +455,36 @@ def test_rope_vmap_jvp_compile():
         np.testing.assert_allclose(np.array(got), np.array(g), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dt", ["float32", "float16", "float64"])
+def test_rope_position_table_rows_are_the_offsets_angles(dt, monkeypatch):
+    """A scalar integer offset reads rows of the kept table of positions: bit for bit the
+    angles computed at that offset, also across the table's growth; offsets past the largest
+    table are computed as before."""
+    monkeypatch.setattr(PF, "_POSITIONS", {})
+    npd = np.dtype(dt) if dt != "bfloat16" else None
+    for dims, base, scale, inverse in [(16, 10000.0, 1.0, False), (8, 500000.0, 0.25, True)]:
+        prim = PF.Rope(dims, False, base, scale, inverse)
+        for T, off in [(1, 0), (1, 37), (5, 250), (1, 255), (3, 254), (9, 1000), (1, 4095)]:
+            x = np.zeros((1, 2, T, dims), npd)
+            for offset in (np.int32(off), np.array(off, np.int64), np.uint32(off)):
+                got = prim._tables(x, offset, None)
+                want = prim._angles(x, off, None)
+                for g, w in zip(got, want):
+                    assert g.shape == w.shape == (1, T, dims // 2) and g.dtype == npd
+                    np.testing.assert_array_equal(g, w)
+    assert max(len(t[0]) for t in PF._POSITIONS.values()) == 4096
+    monkeypatch.setattr(PF, "_POSITIONS_BYTES", 1 << 12)
+    far = prim._tables(np.zeros((1, 1, 1, 8), npd), np.int32(100000), None)
+    np.testing.assert_array_equal(far[0], prim._angles(np.zeros((1, 1, 1, 8), npd), 100000,
+                                                       None)[0])
+    x = mx.random.normal((1, 2, 3, 8))
+    np.testing.assert_allclose(np.array(mx.fast.rope(x, 8, traditional=False, base=10000.0,
+                                                     scale=1.0, offset=100000)),
+                               np.array(OF._rope_composite(x, 8, traditional=False, base=10000.0,
+                                                           scale=1.0, offset=100000)),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_rope_empty():
     x = mx.zeros((2, 3, 0, 8))
     assert mx.fast.rope(x, 8, traditional=False, base=1e4, scale=1.0, offset=0).shape == x.shape

@@ -176,6 +176,8 @@ def _norm_eval(x, w, b, eps, out_dt, rms):
 
 
 _ROPE_TABLES: dict = {}  # Rope._tables' last results (shared: nothing writes them)
+_POSITIONS: dict = {}  # Rope._positions' tables per parameters (shared: nothing writes them)
+_POSITIONS_BYTES = 1 << 24  # the largest table (cos and sin) kept: 32Ki positions at dims 128
 _BLOCK = 64  # rows per block of a backward kernel (one partial weight gradient per block)
 
 
@@ -465,13 +467,21 @@ class Rope(Primitive):
                           self.inverse)
 
     def _tables(self, x, offset, freqs):
-        """cos and sin of the angles, (1 or B, T, dims / 2), rounded to x's dtype; kept for
-        the last few (parameters, positions): a decoder's layers all ask for one token's."""
+        """cos and sin of the angles, (1 or B, T, dims / 2), rounded to x's dtype. For one
+        integer offset they are rows of a table of positions 0.. kept per parameters (a
+        decoder's every token reads the next row); other offsets' are kept for the last few
+        (parameters, positions)."""
         if freqs is not None:
             return self._angles(x, offset, freqs)
         off = np.asarray(offset)
-        key = (self.dims, self.base, self.scale, self.inverse, x.dtype, x.shape[-2],
-               off.dtype, off.tobytes())
+        T = x.shape[-2]
+        if off.ndim == 0 and off.dtype.kind in "iu" and 0 <= int(off):
+            o = int(off)
+            table = self._positions(x.dtype, o + T)
+            if table is not None:
+                return table[0][None, o:o + T], table[1][None, o:o + T]
+        key = (self.dims, self.base, self.scale, self.inverse, x.dtype, T, off.dtype,
+               off.tobytes())
         got = _ROPE_TABLES.get(key)
         if got is None:
             got = self._angles(x, offset, None)
@@ -480,18 +490,39 @@ class Rope(Primitive):
             _ROPE_TABLES[key] = got
         return got
 
+    def _positions(self, dtype, n):
+        """(cos, sin) of positions 0.. (at least n of them), or None past _POSITIONS_BYTES.
+        Row p equals the angles at offset p: an integer position is exact in float32 below
+        2**24, and each element is computed on its own."""
+        key = (self.dims, self.base, self.scale, self.inverse, dtype)
+        table = _POSITIONS.get(key)
+        if table is None or len(table[0]) < n:
+            size = max(256, 1 << (n - 1).bit_length())
+            if size * self.dims * dtype.itemsize > _POSITIONS_BYTES:
+                return None
+            table = _POSITIONS[key] = self._cos_sin(np.arange(size, dtype=_ct(dtype)), dtype,
+                                                    None)
+        return table
+
     def _angles(self, x, offset, freqs):
         ft = _ct(x.dtype)
-        T = x.shape[-2]
         off = np.asarray(offset).astype(ft).reshape(-1)
         with np.errstate(all="ignore"):
-            pos = (np.arange(T, dtype=ft)[None, :] + off[:, None]) * ft.type(self.scale)
+            pos = np.arange(x.shape[-2], dtype=ft)[None, :] + off[:, None]
+        return self._cos_sin(pos, x.dtype, freqs)
+
+    def _cos_sin(self, pos, dtype, freqs):
+        """cos and sin of the angles at the float positions `pos` (..., T), rounded to
+        `dtype`: (..., T, dims / 2)."""
+        ft = pos.dtype
+        with np.errstate(all="ignore"):
+            pos = pos * ft.type(self.scale)
             if freqs is None:
                 inv = _inv_freqs(self.dims // 2, self.base, ft)
             else:
                 inv = np.reciprocal(freqs.astype(ft)).astype(ft)
-            theta = pos[:, :, None] * inv
-            cos, sin = np.cos(theta).astype(x.dtype), np.sin(theta).astype(x.dtype)
+            theta = pos[..., None] * inv
+            cos, sin = np.cos(theta).astype(dtype), np.sin(theta).astype(dtype)
         return cos, (-sin if self.inverse else sin)
 
     def eval_cpu(self, x, offset, freqs=None):
