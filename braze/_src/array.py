@@ -310,6 +310,24 @@ def node(shape, dtype, prim, inputs, tracer=False) -> array:
     return out
 
 
+def view_of(data, dtype) -> array:
+    """An evaluated array of braze dtype `dtype` holding `data`, a NumPy view of another
+    array's buffer (whose bytes that array counts): written flat like `node`, for the eager
+    views made on every call (a Linear's `weight.T`)."""
+    out = _new(array)
+    out._shape = data.shape
+    out._dtype = dtype
+    out._data = data
+    out._prim = None
+    out._inputs = ()
+    out._siblings = None
+    out._idx = 0
+    out._mem = 0
+    out._tracer = False
+    out._nc = 0
+    return out
+
+
 def node_group(avals, prim, inputs, tracer=False) -> tuple:
     """The outputs of a multi-output node, one per (shape, dtype) of `avals`, sharing one
     `_siblings` tuple in output order."""

@@ -11,7 +11,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import dtypes as D
-from ..array import LIST_STACK, TraceState, array
+from ..array import LIST_STACK, TraceState, array, view_of
 from ..memory import check_allocation
 from ..prims.base import bind
 from ..prims.core import Broadcast
@@ -229,7 +229,7 @@ def _permuted(a, perm):
         # an evaluated array's transpose is a NumPy view: made now it costs less than a node
         # and its evaluation (a Linear's `weight.T`, every call); updates of `a` see the
         # view's reference to the buffer and copy
-        return array._from_data(a._data.transpose(perm))
+        return view_of(a._data.transpose(perm), a._dtype)
     return bind(Transpose(perm), (a,))
 
 

@@ -62,6 +62,8 @@ _F32, _F64, _F16 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float
 
 def _mode(npd) -> int:
     """How a kernel rounds to `npd`: 0 not at all, 1 float16, 2 bfloat16."""
+    if npd is _F32 or npd is _F64:  # the common cases, by identity
+        return 0
     if npd == np.float16:
         return 1
     return 2 if D.is_bf16(npd) else 0
@@ -165,13 +167,13 @@ def _norm_eval(x, w, b, eps, out_dt, rms):
     xr = _rows(x, ct)
     n, d = xr.shape
     out = np.empty((n, d), ct)
-    wv, bv = _vec(w, ct, d), _vec(b, ct, d)
+    wv = _vec(w, ct, d)
     e = ct.type(eps)
     if rms:
         _run(K.rms_fwd, n, (xr, wv, out, e, int(w is not None), _mode(out_dt)), d)
     else:
         wv = wv if w is not None else np.ones(d, ct)
-        _run(K.ln_fwd, n, (xr, wv, bv, out, e, _mode(out_dt)), d)
+        _run(K.ln_fwd, n, (xr, wv, _vec(b, ct, d), out, e, _mode(out_dt)), d)
     return out.reshape(x.shape).astype(out_dt, copy=False)
 
 
@@ -278,7 +280,8 @@ class RMSNorm(Primitive):
         return rms_norm_graph(ins[0], ins[1] if len(ins) > 1 else None, self.eps)
 
     def eval_cpu(self, x, w=None):
-        out_dt = x.dtype if w is None else D.promote(_np_dt(x), _np_dt(w)).np_dtype
+        out_dt = x.dtype if w is None or w.dtype is x.dtype else (
+            D.promote(_np_dt(x), _np_dt(w)).np_dtype)
         return [_norm_eval(x, w, None, self.eps, out_dt, True)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -632,13 +635,22 @@ def sdpa_graph(q, k, v, scale, causal, mask, sinks):
 _ROWS = 16  # query rows per attention task (each key/value row is loaded once per block)
 
 
+@functools.lru_cache(maxsize=None)
+def _unused(ct):
+    """The one-element array of `ct` passed for an absent mask or sinks (never read)."""
+    return np.zeros(1, ct)
+
+
+_NO_STRIDES = np.zeros(3, np.int64)  # an absent mask's strides (never read)
+
+
 def _sdpa_mask(mask, tk, ct):
     """A mask as the kernels take it: its distinct rows of `tk` values in `ct` (bool as 0 / 1),
     flat, the element strides of those rows along the scores' (B, Nq, Tq) (0 on broadcast
     axes), and its kind (0 none, 1 bool, 2 additive). One array type for every mask and dtype:
     one kernel build; rows contiguous: the kernels' loops over keys vectorize."""
     if mask is None:
-        return np.zeros(1, ct), np.zeros(3, np.int64), 0
+        return _unused(ct), _NO_STRIDES, 0
     m = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
     bc = [n == 1 or st == 0 for n, st in zip(m.shape[:3], m.strides[:3])]
     m = m[tuple(slice(0, 1) if b else slice(None) for b in bc)]
@@ -681,7 +693,7 @@ def _sdpa_operands(prim, qs, k, v, mask, sinks, dt, in_place=False):
     N, Tq = qs.shape[1:3]
     nkv, Tk = k.shape[1:3]
     mv, ms, kind = _sdpa_mask(mask, Tk, ct)
-    sk = _c(sinks, ct) if sinks is not None else np.zeros(1, ct)
+    sk = _c(sinks, ct) if sinks is not None else _unused(ct)
     fmin = _lowest(dt, ct)
     if in_place:
         (kr, ks), (vr, vs) = _kv_rows(k, ct), _kv_rows(v, ct)
@@ -702,7 +714,7 @@ def _scaled_q(q, scale, ct):
     """scale * q rounded to q's dtype, as the graph computes it, in the compute dtype; and
     the scale rounded so."""
     sc = np.asarray(scale, q.dtype)
-    return np.asarray(sc * q).astype(ct), ct.type(sc)
+    return np.asarray(sc * q).astype(ct, copy=False), ct.type(sc)
 
 
 def _fold_vmap(prim, inputs, axes, folded, mask):
