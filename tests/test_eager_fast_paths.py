@@ -13,7 +13,7 @@ import pytest
 import braze.core as mx
 from braze._src.ops.indexing import _basic_index
 from braze._src.prims.linalg import AddMM, Matmul, RowsMatmul
-from braze._src.prims.shape import Transpose, Unflatten
+from braze._src.prims.shape import Slice, Transpose, Unflatten
 
 BASIC = [
     0, -1, 3, slice(None), slice(1, None), slice(None, None, -1), slice(-3, -1),
@@ -32,6 +32,22 @@ def test_basic_index_matches_numpy(idx):
     got = mx.array(a)[idx]
     np.testing.assert_array_equal(np.array(got), a[idx])
     assert got.shape == a[idx].shape
+
+
+@pytest.mark.parametrize("idx", BASIC, ids=repr)
+def test_basic_setitem_matches_numpy_and_slices_only_what_it_must(idx):
+    a = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    *_, sliced, out, whole = _basic_index(a.shape, idx)
+    assert whole == (np.shares_memory(a[idx], a) and a[idx].size == a.size and
+                     np.array_equal(a[idx].reshape(-1), a.reshape(-1)))
+    got = mx.array(a)[idx]
+    assert (not isinstance(got._prim, Slice) and
+            not (got._prim is not None and isinstance(got._inputs[0]._prim, Slice))) == whole
+    want = a.copy()
+    want[idx] = -1.0 - np.arange(a[idx].size, dtype=np.float32).reshape(a[idx].shape)
+    m = mx.array(a)
+    m[idx] = mx.array(want[idx])
+    np.testing.assert_array_equal(np.array(m), want)
 
 
 @pytest.mark.parametrize("idx", [np.int32(1), (True,), (mx.array([1]),), [0, 1],

@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes as D
 from ..array import array, overwrite_descriptor
 from ..casts import cast
-from ..prims.base import bind
+from ..prims.base import bind, bind_avals
 from ..prims.core import Broadcast
 from ..prims.indexing import Gather, GatherAxis, MaskedScatter, Scatter, ScatterAxis
 from ..prims.shape import (
@@ -173,10 +173,11 @@ def _plain_bound(v) -> bool:
 
 
 def _basic_index(shape, idx):
-    """(starts, stops, strides, output shape) of an index of in-bounds Python ints, slices
-    with Python int bounds, new axes (None) and at most one ellipsis (nearly every index a
-    model writes), or None for any other index (`_parse` takes it, and raises what is
-    wrong)."""
+    """(starts, stops, strides, sliced shape, output shape, whole) of an index of in-bounds
+    Python ints, slices with Python int bounds, new axes (None) and at most one ellipsis
+    (nearly every index a model writes), or None for any other index (`_parse` takes it, and
+    raises what is wrong). `sliced` is the slice's shape (1 on an int's axis); `whole`: it
+    takes every element in order (no slice to make)."""
     items = idx if type(idx) is tuple else (idx,)
     n_ell = n_new = 0
     for x in items:
@@ -195,7 +196,8 @@ def _basic_index(shape, idx):
     n_real = len(items) - n_ell - n_new
     if n_ell > 1 or n_real > nd:
         return None
-    starts, stops, strides, out = [], [], [], []
+    starts, stops, strides, sliced, out = [], [], [], [], []
+    whole = True
     ax = 0
     for x in items + (Ellipsis,) * (1 - n_ell):  # the axes after the index: a trailing `...`
         if x is None:  # a new axis of size 1
@@ -207,6 +209,7 @@ def _basic_index(shape, idx):
                 starts.append(0)
                 stops.append(n)
                 strides.append(1)
+                sliced.append(n)
                 out.append(n)
                 ax += 1
             n_ell = 2  # a second (implied) ellipsis adds no more axes
@@ -219,14 +222,19 @@ def _basic_index(shape, idx):
             starts.append(x)
             stops.append(x + 1)
             strides.append(1)
+            sliced.append(1)
+            whole = whole and n == 1  # an int on an axis of one takes all of it
         else:
             a, b, c = x.indices(n)
             starts.append(a)
             stops.append(b)
             strides.append(c)
-            out.append(len(range(a, b, c)))
+            m = len(range(a, b, c))
+            sliced.append(m)
+            out.append(m)
+            whole = whole and a == 0 and c == 1 and m == n
         ax += 1
-    return starts, stops, strides, tuple(out)
+    return tuple(starts), tuple(stops), tuple(strides), tuple(sliced), tuple(out), whole
 
 
 def _getitem(self, idx):
@@ -309,12 +317,15 @@ def _take_rows(x, idx):
     return bind(Reshape(idx._shape + x._shape[1:]), (g,))
 
 
-def _basic_getitem(x, starts, stops, strides, out_shape):
+def _basic_getitem(x, starts, stops, strides, sliced, out_shape, whole):
     """One Slice (none when it takes everything) and one Reshape (none when no int drops an
-    axis), as the general path builds them."""
-    if list(x._shape) != stops or any(starts) or any(st != 1 for st in strides):
-        x = bind(Slice(tuple(starts), tuple(stops), tuple(strides)), (x,))
-    return x if x._shape == out_shape else bind(Reshape(out_shape), (x,))
+    axis and no new axis is added), as the general path builds them; their shapes are the
+    index's, known already."""
+    if not whole:
+        x = bind_avals(Slice(starts, stops, strides), (x,), [(sliced, x._dtype)])
+    if sliced == out_shape:
+        return x
+    return bind_avals(Reshape(out_shape), (x,), [(out_shape, x._dtype)])
 
 
 # -- scatter arguments (MLX's rules for setitem and .at[]) ------------------------------------
@@ -454,19 +465,19 @@ def _setitem_mask(idx):
     return None
 
 
-def _set_slice(a, starts, stops, strides, view, val, op) -> None:
-    """a[index] = val for a basic index: `view` is the indexed shape (new axes included),
-    starts/stops/strides the slice of `a` it selects."""
+def _set_slice(a, starts, stops, strides, sl_shape, view, whole, val, op) -> None:
+    """a[index] = val for a basic index (`_basic_index`'s description of it): `view` is the
+    indexed shape (new axes included), starts/stops/strides the slice of `a` it selects, of
+    shape `sl_shape`."""
     upd = _fit_update(val, view, op)
-    sl_shape = tuple([len(range(s, e, st)) for s, e, st in zip(starts, stops, strides)])
     if upd._shape != sl_shape:
         upd = reshape(upd, sl_shape)
-    if sl_shape == a._shape and all(st == 1 for st in strides):
+    if whole:
         def make(old):
             return upd
     else:
         def make(old):
-            return bind(SliceUpdate(tuple(starts), tuple(stops), tuple(strides)), (old, upd))
+            return bind(SliceUpdate(starts, stops, strides), (old, upd))
     _update_in_place(a, make, val)
 
 
@@ -516,7 +527,10 @@ def _setitem(self, idx, v):
             if e.axis is not None:
                 used.add(e.axis)
         view += [self._shape[d] for d in range(nd) if d not in used]
-        return _set_slice(self, starts, stops, strides, tuple(view), val, op)
+        sliced = tuple([len(range(*t)) for t in zip(starts, stops, strides)])
+        whole = sliced == self._shape and all(st == 1 for st in strides)
+        return _set_slice(self, tuple(starts), tuple(stops), tuple(strides), sliced,
+                          tuple(view), whole, val, op)
 
     def make(old):
         return _scatter(old, idx, val, "none", op)
