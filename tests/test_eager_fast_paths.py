@@ -12,7 +12,7 @@ import pytest
 
 import braze.core as mx
 from braze._src.ops.indexing import _basic_index
-from braze._src.prims.linalg import AddMM, Matmul, RowsMatmul
+from braze._src.prims.linalg import AddMM, Matmul, RowsAddMM, RowsMatmul
 from braze._src.prims.shape import Slice, Transpose, Unflatten
 
 BASIC = [
@@ -129,6 +129,45 @@ def test_rows_matmul_rules_match_the_product():
         np.testing.assert_allclose(np.array(out), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("c_shape,alpha,beta", [((5,), 0.5, 2.0), ((1,), 1.0, 1.0),
+                                                ((), 2.0, 0.0)])
+def test_rows_addmm_rules_match_the_product(c_shape, alpha, beta):
+    """RowsAddMM's eval, vjp, jvp and vmap (on concrete arrays) against float64 NumPy; a
+    beta of 0 ignores c, NaNs included, as AddMM and BLAS do."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))
+    c = rng.standard_normal(c_shape) if beta else np.full(c_shape, np.nan)
+    g = rng.standard_normal((2, 3, 5))
+    f32 = lambda v: mx.array(np.asarray(v, np.float32))  # noqa: E731
+    C, A, B, G = f32(c), f32(a), f32(b), f32(g)
+    prim = RowsAddMM(alpha, beta)
+    ref = alpha * (a @ b) + (beta * c if beta else 0.0)
+    np.testing.assert_allclose(np.array(mx.addmm(C, A, B, alpha=alpha, beta=beta)), ref,
+                               rtol=1e-5, atol=1e-5)
+    dc, da, db = prim.vjp([C, A, B], [G], [0, 1, 2], None)
+    want_dc = beta * g.sum(axis=(0, 1))
+    want_dc = want_dc.reshape(c_shape) if c_shape == (5,) else want_dc.sum().reshape(c_shape)
+    for got, want in [(dc, want_dc), (da, alpha * g @ b.T),
+                      (db, alpha * np.einsum("bti,btj->ij", a, g))]:
+        np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
+    tc, ta, tb = (rng.standard_normal(x.shape) for x in (np.zeros(c_shape), a, b))
+    (t,) = prim.jvp([C, A, B], [f32(tc), f32(ta), f32(tb)], [0, 1, 2])
+    np.testing.assert_allclose(np.array(t), beta * tc + alpha * (ta @ b + a @ tb), rtol=1e-4,
+                               atol=1e-4)
+    vc = rng.standard_normal((3,) + c_shape) if beta else np.full((3,) + c_shape, np.nan)
+    vb = rng.standard_normal((3, 4, 5))
+    for axes, ins, want in [
+            ((0, None, None), (f32(vc), A, B),
+             np.stack([alpha * (a @ b) + (beta * v if beta else 0.0) for v in vc])),
+            ((None, None, 0), (C, A, f32(vb)),
+             np.stack([alpha * (a @ m) + (beta * c if beta else 0.0) for m in vb])),
+            ((0, 1, None), (f32(vc), mx.moveaxis(f32(np.stack([a] * 3)), 0, 1), B),
+             np.stack([alpha * (a @ b) + (beta * v if beta else 0.0) for v in vc]))]:
+        (out,), (ax,) = prim.vmap(list(ins), list(axes))
+        assert ax == 0
+        np.testing.assert_allclose(np.array(out), want, rtol=1e-4, atol=1e-4)
+
+
 def test_transpose_of_an_evaluated_array_is_a_view_made_at_once():
     w = mx.array(np.arange(12, dtype=np.float32).reshape(3, 4))
     t = w.T
@@ -148,8 +187,14 @@ def test_batch_addmm_is_one_2d_product_with_gradients():
     a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))
     c = rng.standard_normal((5,))
     y = mx.addmm(mx.array(c), mx.array(a), mx.array(b), alpha=0.5, beta=2.0)
-    assert isinstance(y._prim, Unflatten) and isinstance(y._inputs[0]._prim, AddMM)
+    assert isinstance(y._prim, RowsAddMM)  # eager: one node
+    traced = mx.compile(lambda *v: mx.addmm(*v, alpha=0.5, beta=2.0))
+    np.testing.assert_array_equal(np.array(y), np.array(traced(mx.array(c), mx.array(a),
+                                                               mx.array(b))))
     np.testing.assert_allclose(np.array(y), 0.5 * (a @ b) + 2.0 * c, rtol=1e-5, atol=1e-5)
+    seen = []
+    mx.grad(lambda v: _record(mx.addmm(mx.array(c), v, mx.array(b)), seen).sum())(mx.array(a))
+    assert isinstance(seen[0]._prim, Unflatten) and isinstance(seen[0]._inputs[0]._prim, AddMM)
 
     def loss(c, a, b):
         return (mx.addmm(c, a, b, alpha=0.5, beta=2.0) ** 2).sum()

@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes as D
 from ..array import TraceState, array
 from ..prims.base import bind
-from ..prims.linalg import AddMM, BlockMaskedMM, Einsum, Matmul, RowsMatmul, SegmentedMM
+from ..prims.linalg import AddMM, BlockMaskedMM, Einsum, Matmul, RowsAddMM, RowsMatmul, SegmentedMM
 from ..prims.shape import BroadcastAxes, ExpandDims, Flatten, Reshape, Squeeze, Unflatten
 from ..prims.unary import STOP_GRADIENT
 from ..scheduler import CompileTraces
@@ -170,6 +170,8 @@ def _rows_addmm(mm, c, a, b):
     if c.ndim == 1 and c._shape[0] not in (1, n):
         raise ValueError(f"[addmm] Input c with shape {c.shape} must broadcast to the output "
                          f"shape {a._shape[:-1] + (n,)}.")
+    if not TraceState.depth:  # nothing will transform it: one node (as `_rows_product`)
+        return bind_allocating(RowsAddMM(mm.alpha, mm.beta), (c, a, b), "addmm")
     rows = bind(Flatten(0, a.ndim - 2), (a,))
     c2 = broadcast_to_shape(c, (rows._shape[0], n))
     out = bind_allocating(mm, (c2, rows, b), "addmm")

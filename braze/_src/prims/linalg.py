@@ -239,26 +239,102 @@ class RowsMatmul(Primitive):
         return [out.reshape(a.shape[:-1] + out.shape[1:]).astype(a.dtype, copy=False)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        a, b = primals
-        g = cotangents[0]
-        return [ops.matmul(g, _swap(b)) if i == 0 else
-                ops.matmul(_swap(ops.flatten(a, 0, -2)), ops.flatten(g, 0, -2))
-                for i in argnums]
+        return [_rows_grad(*primals, cotangents[0], i) for i in argnums]
 
     jvp = Matmul.jvp  # linear in each operand: the same terms
 
     def vmap(self, inputs, axes):
-        a, b = inputs
-        ax_a, ax_b = axes
-        a = ops.moveaxis(a, ax_a, 0) if ax_a is not None else a
-        if ax_b is None:  # a's batch axis is one more leading axis
-            return [ops.matmul(a, b)], [0]
-        if ax_a is None:
-            a = ops.expand_dims(a, 0)
-        # b's batch axis in front of a's leading axes (broadcast over them)
-        b = ops.moveaxis(b, ax_b, 0)
-        b = ops.reshape(b, b.shape[:1] + (1,) * (a.ndim - 3) + b.shape[1:])
-        return [ops.matmul(a, b)], [0]
+        return [_rows_vmap(*inputs, *axes)], [0]
+
+
+def _rows_grad(a, b, g, i):
+    """The gradient of a rows product a @ b for operand i (0: a, 1: b), g the output's."""
+    if i == 0:
+        return ops.matmul(g, _swap(b))
+    return ops.matmul(_swap(ops.flatten(a, 0, -2)), ops.flatten(g, 0, -2))
+
+
+def _rows_vmap(a, b, ax_a, ax_b):
+    """The rows product of a and b vmapped over axes ax_a, ax_b (one may be None), the batch
+    axis in front."""
+    a = ops.moveaxis(a, ax_a, 0) if ax_a is not None else a
+    if ax_b is None:  # a's batch axis is one more leading axis
+        return ops.matmul(a, b)
+    if ax_a is None:
+        a = ops.expand_dims(a, 0)
+    # b's batch axis in front of a's leading axes (broadcast over them)
+    b = ops.moveaxis(b, ax_b, 0)
+    return ops.matmul(a, ops.reshape(b, b.shape[:1] + (1,) * (a.ndim - 3) + b.shape[1:]))
+
+
+def _addmm(c, a, b, alpha, beta):
+    """alpha * (a @ b) + beta * c in the compute dtype (c broadcasts to the product)."""
+    out = _matmul(_compute(a), _compute(b))
+    if alpha != 1.0:
+        out = out * out.dtype.type(alpha)
+    if beta != 0.0:  # like BLAS: beta == 0 ignores c (even its NaNs)
+        cc = _compute(c)
+        out = out + (cc if beta == 1.0 else cc * cc.dtype.type(beta))
+    return out
+
+
+@lazy_dataclass
+class RowsAddMM(Primitive):
+    """alpha * (a @ b) + beta * c for `a` of rank > 2, a matrix `b` and a bias `c` of at most
+    one axis: the ops layer's Flatten + Broadcast + AddMM + Unflatten (`_rows_addmm`) as one
+    node with the same arithmetic, made outside transformations only (as `RowsMatmul`)."""
+
+    alpha: float = 1.0
+    beta: float = 1.0
+
+    def abstract_eval(self, c, a, b):
+        return [(tuple(a.shape[:-1]) + (b.shape[1],), a.dtype)]
+
+    def eval_cpu(self, c, a, b):
+        rows = a.reshape(-1, a.shape[-1])
+        out = _addmm(np.broadcast_to(c, (rows.shape[0], b.shape[1])), rows, b, self.alpha,
+                     self.beta)
+        return [out.reshape(a.shape[:-1] + out.shape[1:]).astype(a.dtype, copy=False)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        c, a, b = primals
+        g = cotangents[0]
+        out = []
+        for i in argnums:
+            if i == 0:  # the bias: summed over the rows (and the columns for one value)
+                gc = ops.sum(g, axis=tuple(range(g.ndim - 1)))
+                if tuple(gc.shape) != tuple(c.shape):
+                    gc = ops.reshape(ops.sum(gc), c.shape)
+                out.append(gc * self.beta)
+            else:
+                out.append(_rows_grad(a, b, g, i - 1) * self.alpha)
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        c, a, b = primals
+        out = None
+        for i, t in zip(argnums, tangents):
+            if i == 0:
+                term = ops.broadcast_to(t * self.beta, a.shape[:-1] + b.shape[1:])
+            else:
+                term = (ops.matmul(t, b) if i == 1 else ops.matmul(a, t)) * self.alpha
+            out = term if out is None else out + term
+        return [out]
+
+    def vmap(self, inputs, axes):
+        c, a, b = inputs
+        ax_c, ax_a, ax_b = axes
+        p = ops.matmul(a, b) if ax_a is None and ax_b is None else _rows_vmap(a, b, ax_a, ax_b)
+        p = p * self.alpha
+        if self.beta == 0.0:  # as AddMM: c is ignored (even its NaNs)
+            if ax_a is None and ax_b is None:  # only c is batched: one product for each
+                p = ops.broadcast_to(p, (c.shape[ax_c],) + tuple(p.shape))
+            return [p], [0]
+        if ax_c is not None:  # (V,) + c's own axes, in front of the product's axes
+            c = ops.moveaxis(c, ax_c, 0)
+            rank = a.ndim - (ax_a is not None) + 1
+            c = ops.reshape(c, c.shape[:1] + (1,) * (rank - c.ndim) + c.shape[1:])
+        return [p + c * self.beta], [0]
 
 
 @lazy_dataclass
@@ -275,13 +351,7 @@ class AddMM(Primitive):
         return [(shape, a.dtype)]
 
     def eval_cpu(self, c, a, b):
-        out = _matmul(_compute(a), _compute(b))
-        if self.alpha != 1.0:
-            out = out * out.dtype.type(self.alpha)
-        if self.beta != 0.0:  # like BLAS: beta == 0 ignores c (even its NaNs)
-            cc = _compute(c)
-            out = out + (cc if self.beta == 1.0 else cc * cc.dtype.type(self.beta))
-        return [out.astype(a.dtype, copy=False)]
+        return [_addmm(c, a, b, self.alpha, self.beta).astype(a.dtype, copy=False)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         c, a, b = primals
