@@ -92,6 +92,16 @@ def _record(x, seen):
     return x
 
 
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 3, 0), (0, 5)), ((0, 3, 4), (4, 5)),
+                                              ((2, 0, 4), (4, 0))])
+def test_empty_batch_products(a_shape, b_shape):
+    a, b = mx.zeros(a_shape), mx.ones(b_shape)
+    want = np.zeros(a_shape[:-1] + b_shape[1:], np.float32)
+    np.testing.assert_array_equal(np.array(a @ b), want)
+    c = mx.ones(b_shape[1:])
+    np.testing.assert_array_equal(np.array(mx.addmm(c, a, b)), want + 1)
+
+
 def test_batch_by_vector_is_squeezed_after_one_2d_product():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, 3, 8)).astype(np.float32)

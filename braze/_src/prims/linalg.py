@@ -235,7 +235,7 @@ class RowsMatmul(Primitive):
         return [(tuple(a.shape[:-1]) + (b.shape[1],), a.dtype)]
 
     def eval_cpu(self, a, b):
-        out = _matmul(_compute(a.reshape(-1, a.shape[-1])), _compute(b))
+        out = _matmul(_compute(_as_rows(a)), _compute(b))
         return [out.reshape(a.shape[:-1] + out.shape[1:]).astype(a.dtype, copy=False)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -245,6 +245,11 @@ class RowsMatmul(Primitive):
 
     def vmap(self, inputs, axes):
         return [_rows_vmap(*inputs, *axes)], [0]
+
+
+def _as_rows(a):
+    """a's leading axes folded into rows (sized explicitly: -1 is ambiguous when empty)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 def _rows_grad(a, b, g, i):
@@ -291,7 +296,7 @@ class RowsAddMM(Primitive):
         return [(tuple(a.shape[:-1]) + (b.shape[1],), a.dtype)]
 
     def eval_cpu(self, c, a, b):
-        rows = a.reshape(-1, a.shape[-1])
+        rows = _as_rows(a)
         out = _addmm(np.broadcast_to(c, (rows.shape[0], b.shape[1])), rows, b, self.alpha,
                      self.beta)
         return [out.reshape(a.shape[:-1] + out.shape[1:]).astype(a.dtype, copy=False)]
