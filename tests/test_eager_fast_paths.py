@@ -306,3 +306,33 @@ def test_shapeless_replay_reuses_its_shapes_only_for_the_same_input_shapes():
     with pytest.raises(ValueError):
         mx.eval(g(mx.ones((2, 3)), mx.ones((4,))))
     assert g(mx.ones((5, 4)), mx.ones((4,))).shape == (5, 4)
+
+
+def test_a_transpose_view_keeps_its_values_through_donations():
+    """The eager transpose holds the buffer: a compiled call, an eager op or an update that
+    could donate the array's buffer copies instead; without the view the buffer is donated."""
+    f = mx.compile(lambda a: a * 2 + 1)
+
+    def fresh():
+        w = mx.array(np.arange(10000, dtype=np.float32).reshape(100, 100))
+        mx.eval(w)
+        return w
+
+    for step in (lambda w: f(w), lambda w: w * 3):
+        w = fresh()
+        t = w.T
+        y = step(w)
+        del w
+        mx.eval(y)
+        assert float(t[1, 0]) == 1.0
+    w = fresh()
+    t = w.T
+    w[:, :] = 0
+    mx.eval(w)
+    assert float(t[1, 0]) == 1.0 and float(w[0, 1]) == 0.0
+    w = fresh()
+    ptr = np.asarray(w).__array_interface__["data"][0]
+    y = f(w)
+    del w
+    mx.eval(y)
+    assert np.asarray(y).__array_interface__["data"][0] == ptr
