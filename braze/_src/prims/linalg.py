@@ -316,15 +316,9 @@ class RowsAddMM(Primitive):
         return out
 
     def jvp(self, primals, tangents, argnums):
-        c, a, b = primals
-        out = None
-        for i, t in zip(argnums, tangents):
-            if i == 0:
-                term = ops.broadcast_to(t * self.beta, a.shape[:-1] + b.shape[1:])
-            else:
-                term = (ops.matmul(t, b) if i == 1 else ops.matmul(a, t)) * self.alpha
-            out = term if out is None else out + term
-        return [out]
+        (out,) = AddMM.jvp(self, primals, tangents, argnums)  # c's term may be the bias's shape
+        a, b = primals[1:]
+        return [ops.broadcast_to(out, tuple(a.shape[:-1]) + tuple(b.shape[1:]))]
 
     def vmap(self, inputs, axes):
         c, a, b = inputs
