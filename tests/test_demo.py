@@ -104,3 +104,24 @@ def test_transformer_lm_stdlib_corpus():
     assert all(c == "\n" or 32 <= ord(c) < 127 for c in text)
     tok = lm.CharTokenizer(text)
     assert tok.decode(tok.encode(text[:500])) == text[:500]
+
+
+def test_step_timing_waits_for_background_builds(monkeypatch):
+    """With kernels still building in the background the timing waits for them and loads
+    them with one more compiled step, so it times the native kernels, not the stand-in."""
+    demo = _demo()
+    from braze._src.backends.cpu import background
+    waited = []
+    monkeypatch.setattr(background, "idle", lambda: False)
+    monkeypatch.setattr(background, "wait", lambda timeout=60.0: waited.append(timeout) or True)
+    calls = {"compiled": 0, "plain": 0}
+
+    def step(name):
+        def fn(x, y):
+            calls[name] += 1
+            return x + y
+        return fn
+
+    batch = [(demo.mx.array(1.0), demo.mx.array(2.0))] * 2
+    demo.time_steps(step("compiled"), step("plain"), batch, [], rounds=1, warmup=1)
+    assert waited and calls == {"compiled": 1 + 1 + 2, "plain": 1 + 2}
