@@ -14,7 +14,8 @@ import numpy as np
 
 from .. import dtypes as D
 from ..array import TraceState, array
-from ..prims.base import bind
+from ..memory import check_allocation
+from ..prims.base import bind, bind_avals
 from ..prims.linalg import AddMM, BlockMaskedMM, Einsum, Matmul, RowsAddMM, RowsMatmul, SegmentedMM
 from ..prims.shape import BroadcastAxes, ExpandDims, Flatten, Reshape, Squeeze, Unflatten
 from ..prims.unary import STOP_GRADIENT
@@ -121,7 +122,9 @@ def _rows_product(a, b, op):
             f"[{op}] Last dimension of first input with shape {a.shape} must match second to "
             f"last dimension of second input with shape {b.shape}.")
     if not TraceState.depth and b.ndim == 2:  # nothing will transform it: one node
-        return bind_allocating(RowsMatmul(), (a, b), op)
+        shape = a._shape[:-1] + b._shape[1:]
+        check_allocation(op, shape, a._dtype)
+        return bind_avals(RowsMatmul(), (a, b), [(shape, a._dtype)])
     rows = bind(Flatten(0, a.ndim - 2), (a,))
     out = bind(Unflatten(0, a._shape[:-1]), (bind_allocating(Matmul(), (rows, b2), op),))
     return _squeeze(out, (out.ndim - 1,) if b.ndim == 1 else ())
