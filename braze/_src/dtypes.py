@@ -92,8 +92,7 @@ class Dtype:
             return npd
         raise AttributeError(f"'Dtype' object has no attribute {attr!r}")
 
-    def __hash__(self):
-        return hash(self.name)
+    # equality and hashing are the identity's (object's, in C): dtypes key many hot dicts
 
     def __reduce__(self):
         return (from_name, (self.name,))
