@@ -174,7 +174,9 @@ def _rows_addmm(mm, c, a, b):
         raise ValueError(f"[addmm] Input c with shape {c.shape} must broadcast to the output "
                          f"shape {a._shape[:-1] + (n,)}.")
     if not TraceState.depth:  # nothing will transform it: one node (as `_rows_product`)
-        return bind_allocating(RowsAddMM(mm.alpha, mm.beta), (c, a, b), "addmm")
+        shape = a._shape[:-1] + (n,)
+        check_allocation("addmm", shape, a._dtype)
+        return bind_avals(RowsAddMM(mm.alpha, mm.beta), (c, a, b), [(shape, a._dtype)])
     rows = bind(Flatten(0, a.ndim - 2), (a,))
     c2 = broadcast_to_shape(c, (rows._shape[0], n))
     out = bind_allocating(mm, (c2, rows, b), "addmm")
