@@ -7,8 +7,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "braze"
 
 # Lowest first. A module may import its own layer or any lower one.
 LAYERS = [
-    {"_src.config", "_src.dtypes", "_src.casts", "_src.tree", "_src.memory", "_src.np_errors",
-     "_src.threads"},
+    {"_src.config", "_src.dtypes", "_src.casts", "_src.tree", "_src.memory", "_src.jit",
+     "_src.np_errors", "_src.threads"},
     {"_src.array", "_src.graph", "_src.scheduler", "_src.device", "_src.metal"},
     {"_src.prims"},
     {"_src.ops"},

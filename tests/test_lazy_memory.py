@@ -1,5 +1,8 @@
 """Laziness and buffer freeing during evaluation."""
+import os
+
 import numpy as np
+import pytest
 
 import braze.core as mx
 
@@ -200,3 +203,40 @@ def test_the_buffer_cache_outlives_the_arrays_it_allocated():
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] in ("intact", "skip"), out.stdout
+
+
+_STARTS_LATE = """
+import json
+import numpy as np
+import braze.core as mx
+from braze._src import memory
+f = mx.compile(lambda v: v * 2.0 + 1.0)
+x = mx.array(np.ones(1 << 18, np.float32))  # 1 MiB buffers
+seen = []
+for _ in range(3 * (memory.START_BYTES >> 20)):
+    y = f(x)
+    mx.eval(y)
+    seen.append(bool(memory._pool["state"]))
+    del y
+print(json.dumps({"seen": seen, "hits": memory.cache_stats()["hits"]}))
+"""
+
+
+def test_the_buffer_cache_starts_after_the_first_large_buffers():
+    """A short program never pays the buffer cache's start (four Numba functions to load):
+    it starts once START_BYTES of large buffers have been allocated, and reuses from then."""
+    import json
+    import subprocess
+    import sys
+
+    from braze._src import memory as M
+    if not M._pool_state():
+        pytest.skip("no buffer cache (needs numba)")
+    out = subprocess.run([sys.executable, "-c", _STARTS_LATE], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, BRAZE_BACKGROUND_BUILDS="0"))
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.splitlines()[-1])
+    mib = M.START_BYTES >> 20
+    # the array's own copy and each output count: the cache is off for the first ~64 MiB
+    assert not any(r["seen"][: mib // 2]) and all(r["seen"][mib + 1:]), r["seen"]
+    assert r["hits"] >= mib // 2

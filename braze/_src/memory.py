@@ -141,7 +141,11 @@ _MIN_CACHED = 1 << 16
 #: buffers at least this large are worth allocating through `empty` (cached, aligned)
 LARGE = _MIN_CACHED
 _CAP = 256
-_pool = {"state": None}  # None: not initialised; False: unavailable; else a dict
+_pool = {"state": None, "fresh": 0}  # state None: not started; False: unavailable; a dict
+#: large-buffer bytes `empty` allocates before it starts the cache: starting it loads four
+#: Numba functions (~25 ms; ~0.3 s more where it is the process's first Numba use), which a
+#: short program's few large buffers never pay back (a fresh 64 MiB costs 4-17 ms of faults)
+START_BYTES = 64 << 20
 
 
 # The handler's functions (compiled as Numba cfuncs by `_init_pool`, cached on disk by Numba
@@ -197,8 +201,10 @@ def _init_pool():
     import ctypes
 
     from llvmlite import ir as llir
-    from numba import carray, cfunc, types
+    from numba import carray, types
     from numba.extending import intrinsic
+
+    from .jit import cfunc  # cached, loaded lean
 
     @intrinsic
     def as_ptr(typingctx, x):
@@ -224,10 +230,10 @@ def _init_pool():
                                              types.voidptr(types.voidptr, types.uintp))
     g["_c_free"] = types.ExternalFunction("free", types.void(types.voidptr))
     vp, up = types.voidptr, types.uintp
-    h_malloc = cfunc(vp(vp, up), nopython=True, cache=True)(_h_malloc)
-    h_calloc = cfunc(vp(vp, up, up), nopython=True, cache=True)(_h_calloc)
-    h_realloc = cfunc(vp(vp, vp, up), nopython=True, cache=True)(_h_realloc)
-    h_free = cfunc(types.void(vp, vp, up), nopython=True, cache=True)(_h_free)
+    h_malloc = cfunc(vp(vp, up), _h_malloc, nopython=True)
+    h_calloc = cfunc(vp(vp, up, up), _h_calloc, nopython=True)
+    h_realloc = cfunc(vp(vp, vp, up), _h_realloc, nopython=True)
+    h_free = cfunc(types.void(vp, vp, up), _h_free, nopython=True)
 
     libc = ctypes.CDLL(None)
     c_free = libc.free
@@ -314,16 +320,20 @@ def _pool_state():
 
 def empty(shape, dtype, order="C") -> np.ndarray:
     """A new uninitialised buffer for a kernel output, reusing a cached block of the same
-    byte size when there is one (see the buffer cache above)."""
+    byte size when there is one (see the buffer cache above; it starts once `START_BYTES`
+    of large buffers have been allocated)."""
     dt = np.dtype(dtype)
     n = dt.itemsize
     for s in shape:
         n *= s
     if n < _MIN_CACHED:
         return np.empty(shape, dt, order)
-    st = _pool["state"] or _pool_state()
+    st = _pool["state"]
     if not st:
-        return np.empty(shape, dt, order)
+        _pool["fresh"] += n
+        if st is False or _pool["fresh"] < START_BYTES or not _pool_state():
+            return np.empty(shape, dt, order)
+        st = _pool["state"]
     setter = st["set"]
     old = setter(st["capsule"])
     try:

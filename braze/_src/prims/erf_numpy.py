@@ -16,6 +16,8 @@ NaN -> NaN; erf(+-Inf) = +-1; erfinv(+-1) = +-Inf, |x| > 1 -> NaN; signed zeros 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["erf64", "erfc64", "erfinv64"]
@@ -243,17 +245,22 @@ _LOGF = []
 
 
 def _logf(x):
+    """logf of each element of a float32 array (a loop cached on disk: a ufunc built with
+    numba.vectorize compiled in every process, ~0.2 s of the first mx.random.normal)."""
     if not _LOGF:
-        import math
+        from ..jit import njit
 
-        import numba
-
-        @numba.vectorize(["float32(float32)"], nopython=True)
-        def logf(v):
-            return math.log(v)
+        @njit(nogil=True)
+        def logf(v, out):
+            for i in range(v.size):
+                out[i] = math.log(v[i])
 
         _LOGF.append(logf)
-    return _LOGF[0](x)
+    x = np.asarray(x, np.float32, order="C")
+    out = np.empty_like(x)
+    if x.size:
+        _LOGF[0](x.reshape(-1), out.reshape(-1))
+    return out
 
 
 def _fma32(a, b, c):

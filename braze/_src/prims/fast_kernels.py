@@ -22,21 +22,19 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic, overload
+
+from ..jit import njit
 
 _OPTS = dict(error_model="numpy", nogil=True, boundscheck=False, fastmath={"reassoc"})
 
 
 def _jit(py_func, **opts):
-    """njit, cached on disk (a missing cache location makes Numba refuse cache=True). The
-    helpers too: LLVM inlines them into the kernels' loops, where inlining them in Numba's IR
-    (`inline="always"`) made every kernel's build slower (rope's 1.2 s -> 0.3 s)."""
-    opts = dict(_OPTS, **opts)
-    try:
-        return njit(cache=True, **opts)(py_func)
-    except Exception:  # pragma: no cover - no writable cache location
-        return njit(**opts)(py_func)
+    """njit, cached on disk and loaded lean (`_src/jit.py`). The helpers too: LLVM inlines
+    them into the kernels' loops, where inlining them in Numba's IR (`inline="always"`) made
+    every kernel's build slower (rope's 1.2 s -> 0.3 s)."""
+    return njit(py_func, **dict(_OPTS, **opts))
 
 
 @intrinsic

@@ -35,6 +35,7 @@ import numba
 from numba.core.caching import _CacheLocator
 from numba.core.compiler import Compiler as _NumbaPipeline
 
+from ... import jit
 from .. import kernel_cache as KC
 from ..base import Compiler
 from . import body, render, render_rows, spell
@@ -74,10 +75,11 @@ class _KernelPipeline(_NumbaPipeline):
         super().__init__(typingctx, targetctx, library, args, return_type, flags, locals)
 
 
-def kernel_njit(*args, **kwargs):
-    """`numba.njit` for generated kernels: no-alias pointer arguments, no cfunc wrapper."""
+def kernel_njit(signature, **kwargs):
+    """`numba.njit(signature)` for generated kernels: no-alias pointer arguments, no cfunc
+    wrapper, and a cached kernel loaded without Numba's registry start (`_src/jit.py`)."""
     kwargs.setdefault("pipeline_class", _KernelPipeline)
-    return numba.njit(*args, **kwargs)
+    return jit.njit(signature=signature, **kwargs)
 
 
 class NumbaCompiler(Compiler):

@@ -7,20 +7,20 @@ threads like any kernel (`threads.POOL`: the loop takes a range of counter posit
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ...jit import njit
 from ...threads import POOL
 
 _M = 0xFFFFFFFF
 _PARITY = 0x1BD11BDA
 
 
-@njit(error_model="numpy", nogil=True, cache=True)
+@njit(error_model="numpy", nogil=True)
 def _rotl(v, r):
     return ((v << r) | (v >> (32 - r))) & _M
 
 
-@njit(error_model="numpy", nogil=True, cache=True)
+@njit(error_model="numpy", nogil=True)
 def _threefry(start, stop, k0, k1, x0, x1):
     """In place over 2-D (keys, words) counters x0, x1 at the row-major positions [start,
     stop), under keys k0[i, 0], k1[i, 0]: 20 rounds, key injection every 4, in uint64
