@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import gc
 import inspect
 import itertools
 import struct
@@ -515,7 +516,22 @@ def _kernel_counts(tape) -> tuple:
     return kernels, rows, reductions
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """Python's cycle collector off while a trace and its passes run: they allocate tens of
+    thousands of objects (nodes, tuples, dicts) and free almost none, so each collection they
+    trigger rescans them all and finds nothing (flow's first trace: fuse 270 -> 150 ms)."""
+    on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if on:
+            gc.enable()
+
+
 # -- the compiled function ---------------------------------------------------------------------
+
 class CompiledFunction:
     """What `mx.compile(fun)` returns. Calls like `fun`; `stats()` and `cache_info()` report
     the cache, `lower()` / `lower_for()` show what a call would compile to."""
@@ -665,6 +681,10 @@ class CompiledFunction:
     def _build(self, sig, leaves, treedef, arrays, cap, implicit, texts=None):
         """A cache entry for `sig`: trace the function on placeholders, run the passes;
         `texts` (a list) receives the traced tape's text."""
+        with _gc_paused():
+            return self._build_entry(sig, leaves, treedef, arrays, cap, implicit, texts)
+
+    def _build_entry(self, sig, leaves, treedef, arrays, cap, implicit, texts):
         name = self._name
         t0 = time.perf_counter()
         real = arrays + cap
