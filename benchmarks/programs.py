@@ -23,7 +23,8 @@ Libraries (`--libs`): `braze`, `mlx`, and when installed `torch` (eager) and `to
 - `warm`: steady state: warm-up units, then the median of timed units (≥ `--min-time` seconds).
   braze uses the environment's kernel cache (BRAZE_CACHE_DIR or ~/.cache/braze).
 - `cold`: a fresh process with an empty kernel cache (a new BRAZE_CACHE_DIR; torch.compile gets
-  a new TORCHINDUCTOR_CACHE_DIR; MLX has no disk cache, so its cold is its first run): the
+  a new TORCHINDUCTOR_CACHE_DIR; MLX keeps the shared libraries its CPU backend compiles for
+  `mx.compile` in `$TMPDIR/mlx/<version>/cpu`, so every cell gets a new TMPDIR): the
   rate over the first `--cold-steps` training steps, or the first prefill + decode, compiles and
   kernel builds included. braze's modules are byte-compiled first, as `pip install` does (with
   PYTHONDONTWRITEBYTECODE set an editable checkout has no .pyc files otherwise).
@@ -200,6 +201,8 @@ def run_cell(job, timeout, tmp):
         fresh = tempfile.mkdtemp(prefix="cold-", dir=tmp)
         env["BRAZE_CACHE_DIR"] = os.path.join(fresh, "braze")
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(fresh, "inductor")
+        env["TMPDIR"] = os.path.join(fresh, "tmp")  # MLX's kernel cache lives under it
+        os.mkdir(env["TMPDIR"])
     t0 = time.perf_counter()
     try:
         out = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker",
