@@ -201,3 +201,37 @@ def test_a_fixed_broadcast_needs_inputs_that_still_broadcast():
     _close(cf(mx.full((3, 1), 2.0)), np.full((3, 4), 2.0))
     with pytest.raises(ValueError, match=r"Unable to infer broadcast shape.*FIXED-HERE"):
         cf(mx.ones((2, 4)))
+
+
+def test_tracing_pauses_the_cycle_collector_and_restores_it():
+    """A trace and its passes run with gc paused (they allocate much and free little); the
+    collector is back as it was after the call, nested compiles and errors included."""
+    seen = []
+
+    def inner(x):
+        seen.append(("inner", gc.isenabled()))
+        return x + 1
+
+    g = mx.compile(inner)
+
+    def outer(x):
+        seen.append(("outer", gc.isenabled()))
+        return g(x) * 2
+
+    f = mx.compile(outer)
+    assert gc.isenabled()
+    mx.eval(f(mx.array([1.0, 2.0])))
+    assert seen == [("outer", False), ("inner", False)] and gc.isenabled()
+
+    def bad(x):
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        mx.compile(bad)(mx.array([1.0]))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        mx.eval(mx.compile(lambda x: x - 1)(mx.array([1.0])))
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
