@@ -235,3 +235,46 @@ def test_tracing_pauses_the_cycle_collector_and_restores_it():
         assert not gc.isenabled()  # a caller's choice is kept
     finally:
         gc.enable()
+
+
+def test_a_call_reads_no_state_its_entry_neither_reads_nor_changes(monkeypatch):
+    """The random key is implicit state of every compiled function: a function that draws no
+    random numbers neither reads nor returns it, so its repeat calls skip reading it; one
+    that draws does read it (and advances it) on every call."""
+    from braze._src import random as R
+
+    reads = []
+    orig = R._RandomState.__braze_capture__
+    monkeypatch.setattr(R._RandomState, "__braze_capture__",
+                        lambda self: reads.append(1) or orig(self))
+    x = mx.array([1.0, 2.0, 3.0])
+    f = mx.compile(lambda v: v * 2.0)
+    outs = [f(x + i) for i in range(4)]
+    assert [o.tolist() for o in outs] == [[2.0 * (v + i) for v in (1, 2, 3)] for i in range(4)]
+    first = len(reads)  # the trace and the call that makes the record read it
+    assert first and [f(x).tolist() for _ in range(3)] == [[2.0, 4.0, 6.0]] * 3
+    assert len(reads) == first  # the repeat calls did not
+
+    g = mx.compile(lambda v: v + mx.random.uniform(shape=v.shape))
+    draws = [np.asarray(g(x)) for _ in range(3)]
+    n = len(reads)
+    assert not np.array_equal(draws[1], draws[2])  # the key advances every call
+    g(x)
+    assert len(reads) == n + 1
+
+    # a new implicit object registered later makes the record stale (the call reads again)
+    class Holder:
+        def __init__(self):
+            self.v = mx.array([0.0])
+
+        def __braze_capture__(self):
+            return self.v
+
+        def __braze_update__(self, value):
+            self.v = value
+
+    monkeypatch.setattr(capi, "_IMPLICIT", list(capi._IMPLICIT))
+    capi.register_implicit_state(Holder())
+    n = len(reads)
+    assert f(x).tolist() == [2.0, 4.0, 6.0]
+    assert len(reads) > n
