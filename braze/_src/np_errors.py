@@ -7,6 +7,8 @@ np.errstate if NumPy's private names move.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 try:
@@ -20,12 +22,11 @@ except Exception:  # pragma: no cover - other NumPy versions
 
 
 if _CV is not None:
-    def silence():
-        """Start ignoring floating-point errors; returns the token for `restore`."""
-        return _CV.set(_IGNORE)
-
-    def restore(token) -> None:
-        _CV.reset(token)
+    # C callables, no Python frame: the scheduler calls both on every `eval`
+    #: silence() starts ignoring floating-point errors; returns the token for `restore`
+    silence = functools.partial(_CV.set, _IGNORE)
+    #: restore(token) puts the error state back as it was before `silence`
+    restore = _CV.reset
 else:  # pragma: no cover
     def silence():
         state = np.errstate(all="ignore")

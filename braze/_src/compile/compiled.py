@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import importlib
+import operator
 import sys
 from dataclasses import dataclass, field
 
@@ -30,6 +31,8 @@ from . import notice
 from .kernel_ir import KernelIR
 
 _getrefcount = sys.getrefcount
+_data_of = operator.attrgetter("_data")
+_evaluating = notice._current  # the thread's compiled function, named in build notices
 
 
 _backends = None
@@ -163,8 +166,8 @@ class Compiled(Primitive):
         # `count` rather than max(): this is the hot path of tiny compiled calls
         if ins and shape.count(1) != len(shape) and not (node._tracer and TraceState.depth):
             donatable = self._donatable(node, ins)
-        xs = [x._data for x in ins]
-        notice.evaluating(self.origin)
+        xs = list(map(_data_of, ins))  # C-level: no comprehension frame
+        _evaluating.origin = self.origin  # notice.evaluating, inlined (the tiny-call path)
         outs = backend().run_compiled(ir, xs, shape, donatable)
         if donatable:
             _move_byte_counts(ins, xs, outs)
