@@ -20,9 +20,13 @@ pool = bool(memory._pool_state())              # four cached cfuncs
 x = mx.random.normal((1000,), key=mx.random.key(3))  # the cached logf loop of erfinv
 f = mx.compile(lambda a, b: mx.exp(a) * b + 1.0)  # a generated kernel, disk cache
 y = f(x, mx.full((1000,), 2.0))
-mx.eval(y)
+s = mx.compile(lambda a: mx.softmax(a, axis=-1))(x.reshape(10, 100))  # a row kernel (scratch)
+q = x[:256].reshape(1, 4, 4, 16)
+o = mx.fast.scaled_dot_product_attention(q, q, q, scale=0.25, mask="causal")  # NRT scratch
+mx.eval(y, s, o)
 print(json.dumps({"pool": pool, "refreshed": "numba.np.linalg" in sys.modules,
-                  "x": np.asarray(x).tolist(), "y": np.asarray(y).tolist()}))
+                  "x": np.asarray(x).tolist(), "y": np.asarray(y).tolist(),
+                  "s": np.asarray(s).tolist(), "o": np.asarray(o).tolist()}))
 """
 
 
@@ -39,9 +43,18 @@ def test_cached_functions_load_without_the_registry_start(tmp_path):
     second = _run(tmp_path)
     assert second["pool"] == first["pool"]
     assert not second["refreshed"], "a process loading cached code started Numba's registries"
-    assert second["x"] == first["x"] and second["y"] == first["y"]
-    x = np.asarray(second["x"], np.float32)
+    for k in ("x", "y", "s", "o"):
+        assert second[k] == first[k], k
+    x = np.asarray(second["x"], np.float64)
     np.testing.assert_allclose(second["y"], np.exp(x) * 2 + 1, rtol=1e-6)
+    r = x.reshape(10, 100)
+    e = np.exp(r - r.max(-1, keepdims=True))
+    np.testing.assert_allclose(second["s"], e / e.sum(-1, keepdims=True), rtol=1e-5)
+    q = x[:256].reshape(4, 4, 16)
+    w = np.einsum("hid,hjd->hij", q, q) * 0.25 + np.triu(np.full((4, 4), -np.inf), 1)
+    w = np.exp(w - w.max(-1, keepdims=True))
+    want = np.einsum("hij,hjd->hid", w / w.sum(-1, keepdims=True), q)
+    np.testing.assert_allclose(np.asarray(second["o"])[0], want, rtol=1e-4, atol=1e-6)
 
 
 def test_lean_njit_compiles_what_is_not_cached(tmp_path):
