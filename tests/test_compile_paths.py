@@ -275,6 +275,7 @@ def test_a_call_reads_no_state_its_entry_neither_reads_nor_changes(monkeypatch):
 
     monkeypatch.setattr(capi, "_IMPLICIT", list(capi._IMPLICIT))
     capi.register_implicit_state(Holder())
-    n = len(reads)
-    assert f(x).tolist() == [2.0, 4.0, 6.0]
-    assert len(reads) > n
+    for _ in range(3):  # and, as it does not declare a fixed shape, every call reads it
+        n = len(reads)
+        assert f(x).tolist() == [2.0, 4.0, 6.0]
+        assert len(reads) > n

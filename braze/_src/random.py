@@ -133,6 +133,7 @@ class _RandomState:
     and replaces that key through `__braze_capture__` / `__braze_update__`."""
 
     __slots__ = ()
+    __braze_fixed_aval__ = True  # the key is always uint32[2] (see compile's capture protocol)
 
     def __len__(self) -> int:
         return 1

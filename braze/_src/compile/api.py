@@ -93,7 +93,9 @@ def enable_compile() -> None:
 # A captured tree's leaf may be an object implementing the capture protocol:
 #     obj.__braze_capture__()        -> the array it stands for now (or None: nothing captured)
 #     obj.__braze_update__(value)    <- store a new array
-# `mx.random.state` implements it for the thread's random key. Objects registered with
+# `mx.random.state` implements it for the thread's random key. An object whose array always
+# has one shape and dtype says so with `__braze_fixed_aval__ = True`: a call whose entry
+# neither reads nor changes it then skips reading it (`_Memo.pad`). Objects registered with
 # `register_implicit_state` are captured as inputs *and* outputs of every compiled function
 # without being declared (how undeclared random use advances the key).
 _IMPLICIT: list = []
@@ -669,8 +671,10 @@ class CompiledFunction:
             n = len(args)
             writes = (self._inputs is not None or self._outputs is not None
                       or entry.plan.outs[entry.n_out:] != list(range(n, n + len(cap))))
-            pad = None
-            if cap and not writes and not entry.reads_inputs_from(n):
+            pad = None  # stand-ins only for state whose shape a trace cannot depend on
+            if (cap and not writes and all(getattr(o, "__braze_fixed_aval__", False)
+                                           for o in implicit)
+                    and not entry.reads_inputs_from(n)):
                 pad = tuple(_stand_in(x) for x in cap)
             self._memo = _Memo(cache, entry, real, n, shapeless, writes, pad)
         return entry, real
