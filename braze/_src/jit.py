@@ -33,6 +33,15 @@ def _lean_cache(py_func):
     return _LEAN[0](py_func)
 
 
+def _cache_lean(fn, py_func) -> None:
+    """Give Numba function `fn` (dispatcher or cfunc) the lean disk cache; where Numba has no
+    cache location it stays uncached (compiled per process)."""
+    try:
+        fn._cache = _lean_cache(py_func)
+    except Exception:
+        pass
+
+
 def njit(py_func=None, *, signature=None, cache=True, **options):
     """`numba.njit(signature, cache=cache, **options)`, whose cached machine code loads lean;
     uncached where Numba has no cache location. Usable as `@njit` or `@njit(...)`."""
@@ -42,10 +51,7 @@ def njit(py_func=None, *, signature=None, cache=True, **options):
 
     disp = numba.njit(**options)(py_func)  # lazy: nothing compiles yet
     if cache:
-        try:
-            disp._cache = _lean_cache(py_func)
-        except Exception:  # no writable cache location: compiled per process
-            pass
+        _cache_lean(disp, py_func)
     if signature is not None:  # as numba.njit(signature) does: compile now, then no more
         disp.compile(signature)
         disp.disable_compile()
@@ -59,9 +65,6 @@ def cfunc(signature, py_func, cache=True, **options):
 
     res = CFunc(py_func, sigutils.normalize_signature(signature), locals={}, options=options)
     if cache:
-        try:
-            res._cache = _lean_cache(py_func)
-        except Exception:  # no writable cache location
-            pass
+        _cache_lean(res, py_func)
     res.compile()
     return res
