@@ -279,3 +279,43 @@ def test_a_call_reads_no_state_its_entry_neither_reads_nor_changes(monkeypatch):
         n = len(reads)
         assert f(x).tolist() == [2.0, 4.0, 6.0]
         assert len(reads) > n
+
+
+def test_compiled_outputs_keep_their_container_types():
+    from collections import namedtuple
+    Pair = namedtuple("Pair", "a b")
+    x = mx.array([1.0, 2.0])
+    cases = [
+        (lambda v: (v + 1, v * 2), tuple), (lambda v: [v + 1, v * 2], list),
+        (lambda v: Pair(v + 1, v * 2), Pair), (lambda v: (v + 1, 3, v * 2), tuple),
+        (lambda v: ((v + 1,), v * 2), tuple), (lambda v: (v + 1,), tuple),
+    ]
+    for fn, kind in cases:
+        cf = mx.compile(fn)
+        for _ in range(3):  # the trace, then the recorded call
+            got, want = cf(x), fn(x)
+            assert type(got) is kind
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                if isinstance(w, tuple):
+                    assert type(g) is tuple
+                    np.testing.assert_array_equal(np.array(g[0]), np.array(w[0]))
+                elif isinstance(w, mx.array):
+                    np.testing.assert_array_equal(np.array(g), np.array(w))
+                else:
+                    assert g == w
+
+
+def test_scalar_inputs_of_single_element_kernels_follow_each_call():
+    # captured scalars are the same buffers every call (their 1-D views are kept); a 0-d
+    # argument is a new buffer each call, and each call reads its own
+    cf = mx.compile(lambda p, s: (p * 0.9 + s * 0.1, p - s * 2.0))
+    p = mx.array([1.0])
+    for i in range(5):
+        s = mx.array(float(i))
+        a, b = cf(p, s)
+        np.testing.assert_allclose(np.array(a), [0.9 + 0.1 * i], rtol=1e-6)
+        np.testing.assert_allclose(np.array(b), [1.0 - 2.0 * i], rtol=1e-6)
+    same = mx.array(7.0)
+    for _ in range(2):
+        np.testing.assert_allclose(np.array(cf(p, same)[1]), [-13.0])

@@ -632,6 +632,29 @@ def test_empty_rows_and_single_element_rows(backend):
     check(run(f_logsumexp, (arr(x),), backend), x[:, 0], 1e-7)
 
 
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_softmax_over_axes_of_size_one_is_one_elementwise_kernel(backend, dtype):
+    # each row's max and sum are its element: exp(x - x) / exp(x - x), fused elementwise
+    # (1, or NaN where x is not finite, as uncompiled and as MLX), no Softmax left
+    x = np.array([[1.5], [np.nan], [np.inf], [-np.inf], [-3.0], [0.0]], np.float32)
+    for axes, shape in ((-1, (6, 1)), ((1, 2), (6, 1, 1))):
+        def f(v):
+            return mx.softmax(v * 2.0, axis=axes)
+        with on(backend):
+            a = arr(x.reshape(shape)).astype(getattr(mx, dtype))
+            cf = fresh(f)
+            got = cf(a)
+            want = f(a)
+            assert got.dtype == want.dtype == a.dtype
+            counts = after_fusion(cf)
+            assert not any("Softmax" in k for k in counts), counts
+            assert sum(v for k, v in counts.items() if k.startswith("Compiled")) == 1, counts
+            g, w = as_np(got.astype(mx.float32)), as_np(want.astype(mx.float32))
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(g.ravel(), [1, np.nan, np.nan, np.nan, 1, 1])
+
 # -- 3. random reduction graphs --------------------------------------------------------------------
 _UN = {
     "exp": (mx.exp, np.exp, lambda v, m: np.exp(v) * (1 + m)),

@@ -336,3 +336,41 @@ def test_a_transpose_view_keeps_its_values_through_donations():
     del w
     mx.eval(y)
     assert np.asarray(y).__array_interface__["data"][0] == ptr
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+@pytest.mark.parametrize("shape", [(1, 1, 64, 172), (1, 4, 64, 64), (2, 3, 17, 5), (1, 1, 0, 3)])
+def test_small_products_give_the_bits_of_numpys_matmul(dtype, shape):
+    # a Linear's product (batch by a transposed weight) and a plain 2-D one: np.dot's BLAS
+    # call for small products, the bits of np.matmul's
+    B, L, k, n = shape
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((B, L, k)) + (1j * rng.standard_normal((B, L, k))
+                                           if dtype is np.complex64 else 0)).astype(dtype)
+    w = rng.standard_normal((n, k)).astype(dtype)
+    dt = getattr(mx, np.dtype(dtype).name)
+    X, W = mx.array(x, dtype=dt), mx.array(w, dtype=dt)
+    got = X @ W.T
+    assert np.array(got).dtype == x.dtype
+    # the batch folded into rows of one product, as MLX batches it
+    np.testing.assert_array_equal(np.array(got), np.matmul(x.reshape(B * L, k), w.T).reshape(
+        B, L, n))
+    np.testing.assert_array_equal(np.array(X[0] @ W.T), np.matmul(x[0], w.T))
+
+
+def test_eval_of_flat_and_nested_sequences():
+    a, b = mx.array([1.0, 2.0]), mx.array([3.0])
+    for form in (lambda *xs: mx.eval(list(xs)), lambda *xs: mx.eval(tuple(xs)),
+                 lambda *xs: mx.eval(*xs), lambda *xs: mx.eval([xs[0], [xs[1], "skip", 3]]),
+                 lambda *xs: mx.eval({"k": xs[0], "v": (xs[1], None)})):
+        x, y = a * 2, mx.exp(b)
+        form(x, y)
+        assert x._data is not None and y._data is not None
+        np.testing.assert_array_equal(x._data, [2.0, 4.0])
+    mx.eval([])
+    mx.eval(())
+    mx.eval()
+    done = a + 1
+    mx.eval(done)
+    mx.eval([done, done, a])  # evaluated and repeated arrays: nothing to do twice
+    np.testing.assert_array_equal(np.array(done), [2.0, 3.0])

@@ -125,11 +125,15 @@ def _run(a):
             a._inputs = ()
         return
     for s, out in zip(sibs, outs):
-        _set_data(s, _check_output(out, s))
+        if type(out) is not np.ndarray or out.dtype is not s._dtype.np_dtype \
+                or out.shape != s._shape:
+            out = _check_output(out, s)
+        _set_data(s, out)
         if not keep:
-            _drop_inputs(s)
-    if not keep:
-        for s in sibs:
+            for x in s._inputs:  # _drop_inputs, inlined (a compiled step's outputs)
+                x._nc -= 1
+            s._prim = None
+            s._inputs = ()
             s._siblings = None
 
 

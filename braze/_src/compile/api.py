@@ -462,7 +462,7 @@ def _erase(fid, caches, record):
 
 class Entry:
     __slots__ = ("sig", "tape", "n_out", "out_def", "out_template", "sites", "counts",
-                 "single", "hits", "shapeless", "_plan", "_reads")
+                 "single", "flat", "hits", "shapeless", "_plan", "_reads")
 
     def __init__(self, sig, tape, n_out, out_def, out_template, sites, counts,
                  shapeless=False):
@@ -476,6 +476,10 @@ class Entry:
         # the function returns one bare array: the call returns the replay's first output
         self.single = (n_out == 1 and len(out_template) == 1 and out_template[0] is _OUT
                        and out_def.kind == "leaf")
+        # it returns a plain tuple of arrays (an optimizer step's state): no tree to rebuild
+        self.flat = (out_def.kind == "tuple" and out_def.type is tuple
+                     and all(c.kind == "leaf" for c in out_def.children)
+                     and len(out_template) == n_out and all(t is _OUT for t in out_template))
         self._plan = None
         self._reads = None
 
@@ -499,6 +503,8 @@ class Entry:
 
     def outputs(self, outs):
         """The function's return value from the replay's outputs."""
+        if self.flat:
+            return tuple(outs[:self.n_out])
         it = iter(outs[:self.n_out])
         return T.unflatten(self.out_def, [next(it) if t is _OUT else t
                                           for t in self.out_template])

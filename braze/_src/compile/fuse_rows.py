@@ -146,6 +146,14 @@ def _expand_softmax(a, made):
     return b.finish(DIVIDE, (e, b.full(DynamicBroadcast(b.S), s, e)), full=True)
 
 
+def _expand_softmax_unit(a, made):
+    """Softmax over axes of size 1 (rows of one element): the max and the sum of a row are its
+    element, so exp(x - x) / exp(x - x), elementwise (1, or NaN where x is not finite)."""
+    b = _Builder(a, made)
+    e = b.full(EXP, b.full(SUBTRACT, b.x, b.x))
+    return b.finish(DIVIDE, (e, e), full=True)
+
+
 def _expand_logsumexp(a, made):
     """log(sum(exp(x - m))) + m with m the max, 0 where infinite (LogSumExp.eval_cpu)."""
     b = _Builder(a, made)
@@ -168,8 +176,11 @@ def expand_composites(tape: Tape) -> Tape:
         if (type(prim) not in (Softmax, LogSumExp) or a._siblings is not None
                 or x._dtype.kind != "f" or x._dtype.name not in
                 ("float16", "bfloat16", "float32", "float64")
-                or not _trailing(prim.axes, len(x._shape)) or 0 in x._shape
-                or _row_shape(x._shape, len(prim.axes)) == x._shape):
+                or not _trailing(prim.axes, len(x._shape)) or 0 in x._shape):
+            nodes.append(a)
+            continue
+        unit = _row_shape(x._shape, len(prim.axes)) == x._shape  # rows of one element
+        if unit and type(prim) is not Softmax:
             nodes.append(a)
             continue
         new = []
@@ -179,7 +190,8 @@ def expand_composites(tape: Tape) -> Tape:
             new.append(n)
             return n
 
-        fn = _expand_softmax if type(prim) is Softmax else _expand_logsumexp
+        fn = (_expand_softmax_unit if unit else _expand_softmax) if type(prim) is Softmax \
+            else _expand_logsumexp
         last, ins = fn(a, made)
         a._prim = last
         set_inputs(a, ins)

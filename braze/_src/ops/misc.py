@@ -37,8 +37,19 @@ def _array_leaves(args) -> list:
 def eval(*args: Any) -> None:  # noqa: A001 - MLX's name
     """Evaluate arrays and trees (lists, tuples, dicts) of arrays. Non-array leaves are
     ignored."""
-    if len(args) == 1 and type(args[0]) is array:  # the common case, without a tree walk
-        if args[0]._data is None:
+    if len(args) == 1:
+        x = args[0]
+        if type(x) is array:  # the common case, without a tree walk
+            if x._data is None:
+                eval_arrays(args)
+            return
+        if type(x) is tuple or type(x) is list:  # `mx.eval(state)`: look inside
+            args = x
+    for x in args:  # a flat sequence of arrays (a compiled step's outputs): no walk either
+        if type(x) is not array:
+            break
+    else:
+        if args:
             eval_arrays(args)
         return
     arrays = _array_leaves(args)

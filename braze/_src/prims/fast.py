@@ -713,8 +713,9 @@ def _lowest(dt, ct):
 def _scaled_q(q, scale, ct):
     """scale * q rounded to q's dtype, as the graph computes it, in the compute dtype; and
     the scale rounded so."""
-    sc = np.asarray(scale, q.dtype)
-    return np.asarray(sc * q).astype(ct, copy=False), ct.type(sc)
+    sc = q.dtype.type(scale)
+    qs = q * sc
+    return (qs if qs.dtype is ct else qs.astype(ct)), ct.type(sc)
 
 
 def _fold_vmap(prim, inputs, axes, folded, mask):
@@ -747,6 +748,8 @@ class _Attention(Primitive):
     sinks: bool = False
 
     def _split(self, ins):
+        if len(ins) == 3:  # neither mask nor sinks (a decode step's call)
+            return ins[0], ins[1], ins[2], None, None
         q, k, v = ins[:3]
         it = iter(ins[3:])
         mask = next(it) if self.mask else None
@@ -809,14 +812,15 @@ class ScaledDotProductAttention(_Attention):
         if K is None or not _native_types(dt, dt):
             p = self._probs_np(qs, k, mask, sinks, dt)[0]
             return [self._grouped(p, v.astype(ct), k.shape[1]).astype(dt)]
-        out = np.empty(shape, ct)
         B, N, Tq, Dk = q.shape
         nkv, Tk = k.shape[1], k.shape[2]
         rep = N // nkv
+        out = np.empty((B * N * Tq, shape[3]), ct)  # the kernel's rows
         args = _sdpa_operands(self, qs, k, v, mask, sinks, dt, in_place=True)
-        _run(K.sdpa, B * nkv * -(-rep * Tq // _ROWS), args + (_as_rows(out),),
+        _run(K.sdpa, B * nkv * -(-rep * Tq // _ROWS), args + (out,),
              min(_ROWS, rep * Tq) * Tk * (Dk + shape[3]))
-        return [out.astype(dt, copy=False)]
+        out = out.reshape(shape)
+        return [out if ct is dt else out.astype(dt)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         """q, k, v and sinks by the native backward (one kernel); a mask's gradient (MLX

@@ -172,9 +172,15 @@ class _One(_Flat):
     def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
         donors = backend.assign_donors(ir, inputs, shape, donatable) if donatable else None
         args = []
+        views = e.views
         for k in e.run:
             x = inputs[k]
-            args.append(x if x.ndim == 1 else x.reshape(1))
+            if x.ndim != 1:
+                v = views.get(k)
+                if v is None or v[0] is not x:
+                    v = views[k] = (x, x.reshape(1))
+                x = v[1]
+            args.append(x)
         outs, alias = [], ()
         for j, npd in enumerate(e.out_np):
             d = donors[j] if donors else None
