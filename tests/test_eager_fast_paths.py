@@ -113,22 +113,32 @@ def test_batch_by_vector_is_squeezed_after_one_2d_product():
     np.testing.assert_allclose(np.array(y), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 
 
-def test_rows_matmul_rules_match_the_product():
-    """RowsMatmul's vjp, jvp and vmap (called on concrete arrays) against float64 NumPy."""
+def _given(m, transposed):
+    """A right operand (its last two axes) as a rows primitive is given it."""
+    return np.swapaxes(m, -1, -2) if transposed else m
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_rows_matmul_rules_match_the_product(transposed):
+    """RowsMatmul's eval, vjp, jvp and vmap (called on concrete arrays) against float64 NumPy;
+    `tb` (a Linear's weight, given transposed) takes and gives b's gradients transposed."""
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))
     g, ta, tb = rng.standard_normal((2, 3, 5)), rng.standard_normal(a.shape), \
         rng.standard_normal(b.shape)
-    A, B, G, TA, TB = (mx.array(v.astype(np.float32)) for v in (a, b, g, ta, tb))
-    prim = RowsMatmul()
+    A, B, G, TA, TB = (mx.array(v.astype(np.float32)) for v in
+                       (a, _given(b, transposed), g, ta, _given(tb, transposed)))
+    prim = RowsMatmul(tb=transposed)
+    (y,) = prim.eval_cpu(np.array(A), np.array(B))
+    np.testing.assert_allclose(y, a @ b, rtol=1e-5, atol=1e-5)
     da, db = prim.vjp([A, B], [G], [0, 1], None)
     np.testing.assert_allclose(np.array(da), g @ b.T, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(np.array(db), np.einsum("bti,btj->ij", a, g), rtol=1e-4,
-                               atol=1e-4)
+    np.testing.assert_allclose(np.array(db), _given(np.einsum("bti,btj->ij", a, g), transposed),
+                               rtol=1e-4, atol=1e-4)
     (t,) = prim.jvp([A, B], [TA, TB], [0, 1])
     np.testing.assert_allclose(np.array(t), ta @ b + a @ tb, rtol=1e-4, atol=1e-4)
     vb = rng.standard_normal((3, 4, 5))  # a batch of 3 matrices on axis 0, then on axis 2
-    VB = mx.array(vb.astype(np.float32))
+    VB = mx.array(_given(vb, transposed).astype(np.float32))
     for axes, ins, want in [
             ((1, None), (mx.moveaxis(A, 0, 1), B), a @ b),
             ((None, 0), (A, VB), np.stack([a @ m for m in vb])),
@@ -139,29 +149,33 @@ def test_rows_matmul_rules_match_the_product():
         np.testing.assert_allclose(np.array(out), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("c_shape,alpha,beta", [((5,), 0.5, 2.0), ((1,), 1.0, 1.0),
                                                 ((), 2.0, 0.0)])
-def test_rows_addmm_rules_match_the_product(c_shape, alpha, beta):
+def test_rows_addmm_rules_match_the_product(c_shape, alpha, beta, transposed):
     """RowsAddMM's eval, vjp, jvp and vmap (on concrete arrays) against float64 NumPy; a
-    beta of 0 ignores c, NaNs included, as AddMM and BLAS do."""
+    beta of 0 ignores c, NaNs included, as AddMM and BLAS do; `tb` as RowsMatmul's."""
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))
     c = rng.standard_normal(c_shape) if beta else np.full(c_shape, np.nan)
     g = rng.standard_normal((2, 3, 5))
     f32 = lambda v: mx.array(np.asarray(v, np.float32))  # noqa: E731
-    C, A, B, G = f32(c), f32(a), f32(b), f32(g)
-    prim = RowsAddMM(alpha, beta)
+    C, A, B, G = f32(c), f32(a), f32(_given(b, transposed)), f32(g)
+    prim = RowsAddMM(alpha, beta, tb=transposed)
     ref = alpha * (a @ b) + (beta * c if beta else 0.0)
-    np.testing.assert_allclose(np.array(mx.addmm(C, A, B, alpha=alpha, beta=beta)), ref,
+    np.testing.assert_allclose(np.array(mx.addmm(C, A, f32(b), alpha=alpha, beta=beta)), ref,
                                rtol=1e-5, atol=1e-5)
+    with np.errstate(invalid="ignore"):
+        (y,) = prim.eval_cpu(np.array(C), np.array(A), np.array(B))
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
     dc, da, db = prim.vjp([C, A, B], [G], [0, 1, 2], None)
     want_dc = beta * g.sum(axis=(0, 1))
     want_dc = want_dc.reshape(c_shape) if c_shape == (5,) else want_dc.sum().reshape(c_shape)
     for got, want in [(dc, want_dc), (da, alpha * g @ b.T),
-                      (db, alpha * np.einsum("bti,btj->ij", a, g))]:
+                      (db, _given(alpha * np.einsum("bti,btj->ij", a, g), transposed))]:
         np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
     tc, ta, tb = (rng.standard_normal(x.shape) for x in (np.zeros(c_shape), a, b))
-    (t,) = prim.jvp([C, A, B], [f32(tc), f32(ta), f32(tb)], [0, 1, 2])
+    (t,) = prim.jvp([C, A, B], [f32(tc), f32(ta), f32(_given(tb, transposed))], [0, 1, 2])
     np.testing.assert_allclose(np.array(t), beta * tc + alpha * (ta @ b + a @ tb), rtol=1e-4,
                                atol=1e-4)
     vc = rng.standard_normal((3,) + c_shape) if beta else np.full((3,) + c_shape, np.nan)
@@ -169,7 +183,7 @@ def test_rows_addmm_rules_match_the_product(c_shape, alpha, beta):
     for axes, ins, want in [
             ((0, None, None), (f32(vc), A, B),
              np.stack([alpha * (a @ b) + (beta * v if beta else 0.0) for v in vc])),
-            ((None, None, 0), (C, A, f32(vb)),
+            ((None, None, 0), (C, A, f32(_given(vb, transposed))),
              np.stack([alpha * (a @ m) + (beta * c if beta else 0.0) for m in vb])),
             ((0, 1, None), (f32(vc), mx.moveaxis(f32(np.stack([a] * 3)), 0, 1), B),
              np.stack([alpha * (a @ b) + (beta * v if beta else 0.0) for v in vc]))]:
@@ -374,3 +388,33 @@ def test_eval_of_flat_and_nested_sequences():
     mx.eval(done)
     mx.eval([done, done, a])  # evaluated and repeated arrays: nothing to do twice
     np.testing.assert_array_equal(np.array(done), [2.0, 3.0])
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_reads_its_weight_where_it_lies(bias):
+    # an eager Linear on a batch: one node on the weight itself (no transposed array), the
+    # bits of `x @ w.T` / `addmm(b, x, w.T)`; 2-D inputs and traces take the ops' graph
+    import braze.nn as nn
+    mx.random.seed(3)
+    layer = nn.Linear(4, 5, bias=bias)
+    x = mx.random.normal((2, 3, 4))
+    mx.eval(x, layer.parameters())
+    y = layer(x)
+    prim = y._prim
+    assert isinstance(prim, RowsAddMM if bias else RowsMatmul) and prim.tb
+    assert y._inputs[-1] is layer.weight and y.shape == (2, 3, 5)
+    w = layer.weight
+    want = mx.addmm(layer.bias, x, w.T) if bias else x @ w.T
+    assert not want._prim.tb
+    np.testing.assert_array_equal(np.array(y), np.array(want))
+    np.testing.assert_array_equal(np.array(layer(x[0])), np.array(want[0]))  # 2-D: matmul
+
+    def loss(params, v):
+        layer.update(params)
+        return (layer(v) ** 2).sum()
+
+    g = mx.grad(loss)(layer.trainable_parameters(), x)
+    xs, ws = np.array(x, np.float64), np.array(w, np.float64)
+    out = xs @ ws.T + (np.array(layer.bias, np.float64) if bias else 0.0)
+    np.testing.assert_allclose(np.array(g["weight"]), np.einsum("bti,btj->ij", 2 * out, xs),
+                               rtol=1e-4, atol=1e-4)

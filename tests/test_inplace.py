@@ -43,6 +43,33 @@ def test_multi_output_sibling_overwritten():
     assert q.tolist() == [13, 12] and r.tolist() == [1, 1] and q_plus.tolist() == [3, 2]
 
 
+
+def _quantized(w):
+    return [np.array(t) for t in mx.quantize(w, bits=4, group_size=32)]
+
+
+def test_overwritten_sibling_leaves_its_group_in_any_evaluation_order():
+    # the object leaves the group; the group computes on, its other members untouched
+    w = mx.random.normal((8, 64), key=mx.random.key(1))
+    want = _quantized(w)
+    for k in range(3):
+        for order in ([0, 1, 2], [2, 1, 0], [k]):
+            outs = list(mx.quantize(w, bits=4, group_size=32))
+            kept = outs[k] * 1
+            outs[k][0, 0] += 1  # an update of a lazy member
+            for i in order:
+                mx.eval(outs[i])
+            for i in range(3):
+                got = np.array(outs[i])
+                ref = want[i].copy()
+                if i == k:
+                    ref[0, 0] += 1
+                np.testing.assert_array_equal(got, ref)
+            np.testing.assert_array_equal(np.array(kept), want[k])
+    q, r = mx.divmod(mx.array([7, 9]), mx.array([2, 4]))
+    r[1] = 5
+    assert r.tolist() == [1, 5] and q.tolist() == [3, 2] and r._siblings is None
+
 def test_numpy_view_of_old_buffer_survives_overwrite():
     a = mx.array(np.arange(4, dtype=np.float32))
     view = np.asarray(a)

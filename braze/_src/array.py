@@ -856,7 +856,9 @@ def overwrite_descriptor(dst: array, src: array) -> None:
     dst._tracer = src._tracer
     for x in dst._inputs:  # dst and src now both hold these inputs
         x._nc += 1
-    if src._siblings is not None:  # keep the sibling group pointing at the object users hold
+    if src._siblings is None:  # dst left its own group (`old` took its place there)
+        dst._siblings = None
+    else:  # keep the sibling group pointing at the object users hold
         sibs = list(src._siblings)
         sibs[src._idx] = dst
         sibs = tuple(sibs)

@@ -183,6 +183,29 @@ def _rows_addmm(mm, c, a, b):
     return bind(Unflatten(0, a._shape[:-1]), (out,))
 
 
+
+def linear(x: array, w: array, bias: Optional[array] = None) -> array:
+    """x @ w.T (+ bias), nn.Linear's product (w of shape (output_dims, input_dims)); not an
+    MLX op. A batch of w's float dtype outside transformations is one node that reads w
+    where it lies (RowsMatmul / RowsAddMM given b transposed): a Linear makes no transposed
+    array every call. Anything else is `matmul` / `addmm` of `w.T`, checks and all."""
+    if (type(x) is array and type(w) is array and x._dtype is w._dtype
+            and x._dtype.kind == "f" and len(x._shape) > 2 and len(w._shape) == 2
+            and x._shape[-1] == w._shape[1] and not TraceState.depth
+            and not CompileTraces.dynamic):
+        n = w._shape[0]
+        shape = x._shape[:-1] + (n,)
+        if bias is None:
+            check_allocation("matmul", shape, x._dtype)
+            return bind_avals(RowsMatmul(tb=True), (x, w), [(shape, x._dtype)])
+        if (type(bias) is array and bias._dtype is x._dtype and len(bias._shape) == 1
+                and bias._shape[0] == n):
+            check_allocation("addmm", shape, x._dtype)
+            return bind_avals(RowsAddMM(1.0, 1.0, tb=True), (bias, x, w), [(shape, x._dtype)])
+    from .shape import transpose
+    wt = transpose(w)
+    return matmul(x, wt) if bias is None else addmm(bias, x, wt)
+
 # -- block_masked_mm / segmented_mm -----------------------------------------------------------
 def _real_float(a, b, op):
     dt = D.promote(a.dtype, b.dtype)

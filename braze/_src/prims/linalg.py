@@ -236,12 +236,17 @@ class RowsMatmul(Primitive):
     2-D product. It is the ops layer's Flatten + Matmul + Unflatten (MLX's batching of a
     product by a matrix) as one node, with the same arithmetic; `matmul` makes it outside
     transformations only (an eager decode step's Linear: one node, not three), and its rules
-    are those of the three nodes, written with the ops."""
+    are those of the three nodes, written with the ops. `tb`: b is given transposed (an
+    nn.Linear's weight, `ops.linear`), so a Linear makes no transposed array every call."""
+
+    tb: bool = False
 
     def abstract_eval(self, a, b):
-        return [(tuple(a.shape[:-1]) + (b.shape[1],), a.dtype)]
+        return [(tuple(a.shape[:-1]) + (b.shape[0] if self.tb else b.shape[1],), a.dtype)]
 
     def eval_cpu(self, a, b):
+        if self.tb:
+            b = b.T  # a view: the same buffer and layout the transposed array had
         if a.dtype is b.dtype and a.dtype.itemsize > 2:  # no half to widen (a Linear's case)
             out = blas_matmul(_as_rows(a), b)
             return [out.reshape(a.shape[:-1] + out.shape[1:])]
@@ -249,12 +254,47 @@ class RowsMatmul(Primitive):
         return [out.reshape(a.shape[:-1] + out.shape[1:]).astype(a.dtype, copy=False)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [_rows_grad(*primals, cotangents[0], i) for i in argnums]
+        a, b = primals
+        b = _untransposed(self, b)
+        return [_transposed_back(self, _rows_grad(a, b, cotangents[0], i), i == 1)
+                for i in argnums]
 
-    jvp = Matmul.jvp  # linear in each operand: the same terms
+    def jvp(self, primals, tangents, argnums):  # linear in each operand: Matmul's terms
+        return Matmul.jvp(self, *_untransposed_pair(self, primals, tangents, argnums, 1),
+                          argnums)
 
     def vmap(self, inputs, axes):
-        return [_rows_vmap(*inputs, *axes)], [0]
+        b, ax_b = _untransposed_vmap(self, inputs[1], axes[1])
+        return [_rows_vmap(inputs[0], b, axes[0], ax_b)], [0]
+
+
+def _untransposed(prim, b):
+    """The product's right operand of a rows primitive whose b may be given transposed."""
+    return _swap(b) if prim.tb else b
+
+
+def _transposed_back(prim, g, is_b):
+    """A cotangent for the right operand, in the layout the primitive was given it."""
+    return _swap(g) if prim.tb and is_b else g
+
+
+def _untransposed_pair(prim, primals, tangents, argnums, k):
+    """primals and tangents with input k (the right operand) untransposed."""
+    if not prim.tb:
+        return primals, tangents
+    primals = list(primals)
+    primals[k] = _swap(primals[k])
+    return primals, [_swap(t) if i == k else t for i, t in zip(argnums, tangents)]
+
+
+def _untransposed_vmap(prim, b, ax):
+    """The right operand (and its batch axis) of a vmapped rows primitive, untransposed:
+    with a batch axis, it moves in front of the matrix axes, which swap."""
+    if not prim.tb:
+        return b, ax
+    if ax is None:
+        return _swap(b), None
+    return _swap(ops.moveaxis(b, ax, 0)), 0
 
 
 def _as_rows(a):
@@ -301,11 +341,14 @@ class RowsAddMM(Primitive):
 
     alpha: float = 1.0
     beta: float = 1.0
+    tb: bool = False  # b is given transposed (as RowsMatmul's)
 
     def abstract_eval(self, c, a, b):
-        return [(tuple(a.shape[:-1]) + (b.shape[1],), a.dtype)]
+        return [(tuple(a.shape[:-1]) + (b.shape[0] if self.tb else b.shape[1],), a.dtype)]
 
     def eval_cpu(self, c, a, b):
+        if self.tb:
+            b = b.T
         rows = _as_rows(a)
         out = _addmm(np.broadcast_to(c, (rows.shape[0], b.shape[1])), rows, b, self.alpha,
                      self.beta)
@@ -313,6 +356,7 @@ class RowsAddMM(Primitive):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         c, a, b = primals
+        b = _untransposed(self, b)
         g = cotangents[0]
         out = []
         for i in argnums:
@@ -322,10 +366,12 @@ class RowsAddMM(Primitive):
                     gc = ops.reshape(ops.sum(gc), c.shape)
                 out.append(gc * self.beta)
             else:
-                out.append(_rows_grad(a, b, g, i - 1) * self.alpha)
+                out.append(_transposed_back(self, _rows_grad(a, b, g, i - 1), i == 2)
+                           * self.alpha)
         return out
 
     def jvp(self, primals, tangents, argnums):
+        primals, tangents = _untransposed_pair(self, primals, tangents, argnums, 2)
         (out,) = AddMM.jvp(self, primals, tangents, argnums)  # c's term may be the bias's shape
         a, b = primals[1:]
         return [ops.broadcast_to(out, tuple(a.shape[:-1]) + tuple(b.shape[1:]))]
@@ -333,6 +379,7 @@ class RowsAddMM(Primitive):
     def vmap(self, inputs, axes):
         c, a, b = inputs
         ax_c, ax_a, ax_b = axes
+        b, ax_b = _untransposed_vmap(self, b, ax_b)
         p = ops.matmul(a, b) if ax_a is None and ax_b is None else _rows_vmap(a, b, ax_a, ax_b)
         p = p * self.alpha
         if self.beta == 0.0:  # as AddMM: c is ignored (even its NaNs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import braze.core as mx
+from braze._src.ops.linalg import linear
 
 from .. import _random
 from .base import Module
@@ -51,9 +51,7 @@ class Linear(Module):
     def __call__(self, x):
         w = self["weight"]
         check_features("Linear", x, w.shape[1])
-        if "bias" in self:
-            return mx.addmm(self["bias"], x, w.T)
-        return x @ w.T
+        return linear(x, w, self.get("bias"))  # x @ w.T (+ bias), w read where it lies
 
     def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
                      quantize_input: bool = False) -> Module:
