@@ -183,7 +183,6 @@ def _rows_addmm(mm, c, a, b):
     return bind(Unflatten(0, a._shape[:-1]), (out,))
 
 
-
 def linear(x: array, w: array, bias: Optional[array] = None) -> array:
     """x @ w.T (+ bias), nn.Linear's product (w of shape (output_dims, input_dims)); not an
     MLX op. A batch of w's float dtype outside transformations is one node that reads w
@@ -205,6 +204,7 @@ def linear(x: array, w: array, bias: Optional[array] = None) -> array:
     from .shape import transpose
     wt = transpose(w)
     return matmul(x, wt) if bias is None else addmm(bias, x, wt)
+
 
 # -- block_masked_mm / segmented_mm -----------------------------------------------------------
 def _real_float(a, b, op):
