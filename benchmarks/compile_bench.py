@@ -11,8 +11,10 @@ numexpr, MLX (`mlx`, `mlx.c` = mx.compile), JAX (`jax`, `jax.jit`), PyTorch (`to
 
 Every implementation is first checked against a float64 NumPy reference (a mismatch is marked
 `!` in the table), then warmed up and timed: the median per call of adaptive repetitions, each
-call waited for (`eval`, `block_until_ready`). Per workload and size the table gives the ratio
-of braze compiled to the fastest peer and braze compiled's fraction of the memory roofline:
+call waited for (`eval`, `block_until_ready`); up to 4Ki elements the variants' samples are
+taken in turn (a drift of the machine falls on all of them). Per workload and size the table
+gives the ratio of braze compiled to the fastest peer and braze compiled's fraction of the
+memory roofline:
 (bytes that must move) / (copy bandwidth of a NumPy copy of 64 MiB into a preallocated
 buffer, measured in the same run) / (measured time). Before the sweep it measures each
 compiled variant's first-call latency on a new function (trace + build + one run, minus a
@@ -45,6 +47,10 @@ SIZE_NAMES = {"1": 1, "4Ki": 4096, "1Mi": 1 << 20, "16Mi": 1 << 24}
 DEFAULT_SIZES = "1,4Ki,1Mi,16Mi"
 TOL = 1e-3  # max relative error (see `_max_err`) before a result counts as a mismatch
 LATENCY_N = 4096
+#: sizes up to this are timed with the variants' samples interleaved (`measure_interleaved`):
+#: there the per-call overhead is measured, and a drift of the machine between one variant's
+#: samples and the next's would otherwise decide the ratio
+INTERLEAVE_MAX = 4096
 
 
 # -- small helpers ----------------------------------------------------------------------------
@@ -155,8 +161,9 @@ class Runner:
         return t / k
 
 
-def measure(runner: Runner, quick: bool, repeat: int | None):
-    """Warm up, then the median of per-call times over adaptive samples."""
+def _plan(runner: Runner, quick: bool, repeat: int | None):
+    """Warm up; (calls per sample, samples) so that a sample lasts ~1 ms (tiny calls are
+    batched) and the samples ~1 s."""
     warm = [runner.timed(1) for _ in range(1 if quick else 2)]
     est = max(min(warm), 1e-7)
     per_sample = 2e-4 if quick else 1e-3  # batch tiny calls so each sample lasts this long
@@ -169,8 +176,28 @@ def measure(runner: Runner, quick: bool, repeat: int | None):
         target = 1.0
         samples = int(target / (k * est))
         samples = max(3 if est > 0.1 else 7, min(samples, 100))
+    return k, samples
+
+
+def measure(runner: Runner, quick: bool, repeat: int | None):
+    """Warm up, then the median of per-call times over adaptive samples."""
+    k, samples = _plan(runner, quick, repeat)
     times = [runner.timed(k) for _ in range(samples)]
     return float(np.median(times)), float(min(times)), samples, k
+
+
+def measure_interleaved(runners: dict, quick: bool, repeat: int | None) -> dict:
+    """`measure` for several runners at once, their samples taken in turn (one of each,
+    then the next round), so that a shared machine's drift falls on every variant alike:
+    the small sizes' per-call overheads are compared within ~1 ms of each other."""
+    plans = {key: _plan(r, quick, repeat) for key, r in runners.items()}
+    rounds = max(samples for _, samples in plans.values())
+    times = {key: [] for key in runners}
+    for _ in range(rounds):
+        for key, r in runners.items():
+            times[key].append(r.timed(plans[key][0]))
+    return {key: (float(np.median(t)), float(min(t)), rounds, plans[key][0])
+            for key, t in times.items()}
 
 
 def copy_bandwidth(quick: bool) -> float:
@@ -209,11 +236,26 @@ def load_variants(keys):
 
 def run_one(variant, workload, inputs, refs, quick, repeat):
     """Check and time one variant on one workload; returns a result dict."""
+    rec, runner = check_one(variant, workload, inputs, refs)
+    if runner is not None:
+        try:
+            med, best, samples, k = measure(runner, quick, repeat)
+            rec.update(status="ok", median_s=med, min_s=best, samples=samples,
+                       calls_per_sample=k)
+        except Exception as e:  # noqa: BLE001 - a failing peer must not stop the run
+            rec["status"] = "error"
+            rec["error"] = f"{type(e).__name__}: {e}"[:300]
+    return rec
+
+
+def check_one(variant, workload, inputs, refs):
+    """Build one variant's workload, check its first result against the reference: (the
+    result dict so far, a Runner to time it, or None when unsupported or failed)."""
     rec = {"variant": variant.key}
     fn = variant.build(workload)
     if fn is None:
         rec["status"] = "unsupported"
-        return rec
+        return rec, None
     stateful = workload == "adam"
     try:
         args = variant.convert(inputs)
@@ -228,14 +270,12 @@ def run_one(variant, workload, inputs, refs, quick, repeat):
         rec["max_rel_err"] = err
         rec["ok"] = bool(err <= TOL)
         del out, got
-        runner = Runner(variant, fn, variant.convert(inputs) if stateful else args, stateful)
-        del args
-        med, best, samples, k = measure(runner, quick, repeat)
-        rec.update(status="ok", median_s=med, min_s=best, samples=samples, calls_per_sample=k)
+        return rec, Runner(variant, fn, variant.convert(inputs) if stateful else args,
+                           stateful)
     except Exception as e:  # noqa: BLE001 - a failing peer must not stop the run
         rec["status"] = "error"
         rec["error"] = f"{type(e).__name__}: {e}"[:300]
-    return rec
+    return rec, None
 
 
 def compile_latency(variants, workloads, quick, progress, emit):
@@ -371,18 +411,11 @@ def _run(args, sizes, workloads, keys, backends) -> int:
             for n in sizes:
                 inputs = P.make_inputs(wl, n)
                 refs = P.reference(wl, inputs)
-                row = {}
-                for key, v in variants.items():
-                    progress.step(f"{wl} {size_name(n)} {key}")
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        rec = run_one(v, wl, inputs, refs, args.quick, args.repeat)
-                    row[key] = rec
+                row = _time_row(variants, wl, n, inputs, refs, args, progress)
+                for rec in row.values():
                     emit({"kind": "time", "workload": wl, "elements": n, "size": size_name(n),
                           "shape": list(P.shape_of(wl, n)), "bytes": P.bytes_moved(wl, n),
                           "backend": backend, **rec})
-                    if n >= 1 << 20:
-                        gc.collect()  # free the last variant's big buffers before the next
                 results[(wl, n)] = row
                 s = summarize(wl, n, row, bw)
                 emit({"kind": "summary", "workload": wl, "elements": n, "size": size_name(n),
@@ -398,6 +431,40 @@ def _run(args, sizes, workloads, keys, backends) -> int:
     finally:
         if jf is not None:
             jf.close()
+
+
+def _time_row(variants, wl, n, inputs, refs, args, progress) -> dict:
+    """{variant key: result dict} of one workload at one size: small sizes with the
+    variants' samples interleaved, large ones one variant after the other."""
+    row = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if n > INTERLEAVE_MAX:
+            for key, v in variants.items():
+                progress.step(f"{wl} {size_name(n)} {key}")
+                row[key] = run_one(v, wl, inputs, refs, args.quick, args.repeat)
+                if n >= 1 << 20:
+                    gc.collect()  # free the last variant's big buffers before the next
+            return row
+        runners = {}
+        for key, v in variants.items():
+            progress.step(f"{wl} {size_name(n)} {key}")
+            row[key], runner = check_one(v, wl, inputs, refs)
+            if runner is not None:
+                runners[key] = runner
+        try:
+            timed = measure_interleaved(runners, args.quick, args.repeat)
+        except Exception:  # noqa: BLE001 - a peer failed mid-way: time each alone, so only
+            timed = {}    # the failing one errs
+            for key, r in runners.items():
+                try:
+                    timed[key] = measure(r, args.quick, args.repeat)
+                except Exception as e:  # noqa: BLE001
+                    row[key].update(status="error", error=f"{type(e).__name__}: {e}"[:300])
+        for key, (med, best, samples, k) in timed.items():
+            row[key].update(status="ok", median_s=med, min_s=best, samples=samples,
+                            calls_per_sample=k, interleaved=True)
+    return row
 
 
 # -- reporting --------------------------------------------------------------------------------
