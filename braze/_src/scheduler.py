@@ -130,7 +130,7 @@ def _run(a):
             out = _check_output(out, s)
         _set_data(s, out)
         if not keep:
-            for x in s._inputs:  # _drop_inputs, inlined (a compiled step's outputs)
+            for x in s._inputs:  # the node lets go of its inputs (a compiled step's outputs)
                 x._nc -= 1
             s._prim = None
             s._inputs = ()
@@ -260,13 +260,6 @@ def _memory_error(a, e):
             return err
     return MemoryError(f"[{op}] Out of memory computing an array of shape {a._shape} and "
                        f"dtype {a._dtype.name} ({e}).")
-
-
-def _drop_inputs(a):
-    for x in a._inputs:
-        x._nc -= 1
-    a._prim = None
-    a._inputs = ()
 
 
 def eval_arrays(arrays) -> None:
