@@ -329,6 +329,34 @@ def test_variant_selection(cpu):
     np.testing.assert_array_equal(np.asarray(r), np.arange(12).reshape(3, 4) ** 2 + 1)
 
 
+def test_a_kept_flat_layout_is_checked_on_every_call(cpu):
+    # the launcher keeps one FLAT layout per shape; inputs of that shape in another memory
+    # order, transposed, broadcast or sliced must not run with it
+    f = mx.compile(lambda x, y: x * y + 1.0)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = a[::-1] - 5
+    c, ct = mx.array(a), mx.array(np.ascontiguousarray(a.T))  # C order; ct.T: F order
+    d, dt = mx.array(b), mx.array(np.ascontiguousarray(b.T))
+    one = mx.array(np.float32(3.0)).reshape(1, 1)  # broadcasts: a single element
+    cases = [  # (x, y, the FLAT layout the call keeps: its memory order and scalars)
+        (c, d, "C VV"),
+        (ct.T, dt.T, "F VV"),  # both F order: FLAT in F order
+        (c, one, "C VS"),
+        (c, dt.T, None),  # mixed orders: strided
+        (mx.broadcast_to(c[:1], (3, 4)), d, None),  # broadcast: strided
+        (mx.array(np.arange(24, dtype=np.float32).reshape(6, 4))[::2], d, None),  # sliced
+        (one, d, "C SV"),
+        (c, d, "C VV"),
+    ]
+    for x, y, kept in cases * 2:
+        mx.eval(x, y)
+        want = np.asarray(x).astype(np.float64) * np.asarray(y) + 1.0
+        np.testing.assert_array_equal(np.asarray(f(x, y)), want)
+        if kept is not None:
+            lays = [e.layouts.get((3, 4)) for e in cpu._entries.values()]
+            assert kept in [f"{k.order} {k.scalars}" for k in lays if k is not None]
+
+
 def test_one_strided_kernel_serves_every_shape_of_a_rank(cpu):
     f = mx.compile(lambda x, y: x - y * 2.0, shapeless=True)
     n0 = len(cpu._entries)

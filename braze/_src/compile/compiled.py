@@ -174,11 +174,12 @@ class Compiled(Primitive):
         return outs
 
     def _donatable(self, node, ins):
-        sibs = node._siblings if node._siblings is not None else (node,)
-        holders = {id(s._inputs) for s in sibs}
-        n_slots = len(sibs)
-        expect = len(holders) + 2  # holder tuples + the loop variable + getrefcount's argument
-        consts = self._const_mask()
+        sibs = node._siblings
+        if sibs is None:  # one holder tuple + the loop variable + getrefcount's argument
+            n_slots, expect = 1, 3
+        else:  # siblings may share their inputs tuple
+            n_slots, expect = len(sibs), len({id(s._inputs) for s in sibs}) + 2
+        consts = self.__dict__.get("_consts") or self._const_mask()
         flags = [False] * len(ins)
         any_ok = False
         for k in range(len(ins)):  # not enumerate: its cached tuple would hold a reference

@@ -58,7 +58,7 @@ class Entry:
         self.row_read = tuple(pos for pos, k in enumerate(self.run) if k in rr)
         self.row_donors = {}  # stash? -> which outputs may take a donor
         # launch layouts kept: row layouts by (shape, input shapes and strides), the
-        # single-element layout by its shape
+        # single-element or FLAT layout by its shape
         self.layouts = {}
         self.split = None  # render_rows.split_plan, computed on first need
         # input slot -> (its last 0-d buffer, that buffer as 1-D): a compiled function's

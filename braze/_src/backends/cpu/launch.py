@@ -15,7 +15,8 @@ says how a kernel variant lays out its buffers and how its work is split:
   (`render_rows.split_plan`): column segments reduced into partial accumulators, combined
   with NumPy, the per-row ops after them on the numpy backend.
 
-Per call: the kind is chosen (`_kind`) and lays out the inputs (`layout`); `prepare`
+Per call: the kind is chosen (`_kind`) and lays out the inputs (`layout`; a single-element
+or FLAT layout is kept per shape and only checked on the next call, `_Flat.holds`); `prepare`
 allocates or donates the outputs (`_outputs`: a donor must have the layout the kernel writes)
 and lists the kernel's arguments; the kernel for (region, the kind's render variant, donation
 pattern) comes from the backend, `threads.POOL.run` runs it, split across threads when its
@@ -37,8 +38,8 @@ _U16 = np.dtype(np.uint16)
 
 def run(backend, ir, e, inputs, shape, donatable) -> list:
     """Evaluate the region of entry `e` on `inputs` over `shape` (its full output shape)."""
-    lay = e.layouts.get(shape)  # the single-element layout, kept (tiny calls skip `_kind`)
-    if lay is not None:
+    lay = e.layouts.get(shape)  # a kept single-element or FLAT layout (see `_Flat.layout`)
+    if lay is not None and lay.items == 1:
         kind, xs = ONE, None
         outs, args, alias = ONE.prepare(backend, ir, e, inputs, xs, shape, donatable, lay)
         fn = e.fns.get(("contiguous", lay.scalars, alias))  # ONE.key, inlined
@@ -47,7 +48,10 @@ def run(backend, ir, e, inputs, shape, donatable) -> list:
             return outs
     else:
         xs = [inputs[k] for k in e.run]
-        kind, lay = _kind(e, xs, shape)
+        if lay is not None and FLAT.holds(lay, xs, shape):
+            kind = FLAT
+        else:
+            kind, lay = _kind(e, xs, shape)
         if kind is None:  # the reference backend follows the primitives (see `_kind`)
             return backend._reference().run_compiled(ir, inputs, shape, donatable)
         outs, args, alias = kind.prepare(backend, ir, e, inputs, xs, shape, donatable, lay)
@@ -116,15 +120,17 @@ class _Flat:
     element)."""
 
     class Layout:
-        __slots__ = ("scalars", "order", "items", "unit")
+        __slots__ = ("scalars", "order", "items", "unit", "small")
 
     def layout(self, e, xs, shape):
-        """The layout, or None when the inputs need the strided kind."""
+        """The layout, or None when the inputs need the strided kind. A non-empty one is
+        kept per shape: the next call with inputs it `holds` for skips this work."""
         lay = _elementwise_layout(self.Layout, shape)
         lay.order = "C"
         if lay.items <= 1:
             lay.scalars = e.scalars
-            if lay.items:  # kept: tiny calls skip the layout work
+            lay.small = True
+            if lay.items:
                 e.layouts[shape] = lay
             return lay
         lay.scalars = "".join(["S" if x.size == 1 else "V" for x in xs])
@@ -141,7 +147,25 @@ class _Flat:
             if not fs:
                 return None
             lay.order = "F"
+        # every output below the buffer cache's block size: `prepare` may call np.empty
+        lay.small = lay.items * max([d.itemsize for d in e.out_np]) < M.LARGE
+        if len(e.layouts) > 32:  # a shapeless function called on many shapes
+            e.layouts.clear()
+        e.layouts[shape] = lay
         return lay
+
+    def holds(self, lay, xs, shape) -> bool:
+        """Whether the kept layout `lay` of `shape` (more than one element) is these
+        inputs' layout: the same inputs single elements, the others dense in its order."""
+        c = lay.order == "C"
+        for x, s in zip(xs, lay.scalars):
+            if s == "S":
+                if x.size != 1:
+                    return False
+            elif x.shape != shape or not (x.flags.c_contiguous if c
+                                          else x.flags.f_contiguous):
+                return False
+        return True
 
     #: how the written buffers become the region's outputs (None: they are the outputs)
     results = None
@@ -149,12 +173,16 @@ class _Flat:
     def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
         """(outputs, the kernel's arguments after (start, stop), (output, input) aliases)."""
         o = lay.order
-        outs, flat, alias = _outputs(backend, ir, e, inputs, shape, (shape,) * len(e.out_np),
-                                     donatable, o)
         bufs = [x if x.ndim == 1 else _flat(x, o) for x in xs]
         if e.any_half_in:
             bufs = [b.view(_U16) if h else b for b, h in zip(bufs, e.half_in)]
-        return outs, bufs + flat, alias
+        if donatable or not lay.small or e.any_half:
+            outs, flat, alias = _outputs(backend, ir, e, inputs, shape,
+                                         (shape,) * len(e.out_np), donatable, o)
+            return outs, bufs + flat, alias
+        # the common small launch: new buffers that libc's allocator serves
+        outs = [np.empty(shape, d, o) for d in e.out_np]
+        return outs, bufs + (outs if len(shape) == 1 else [_flat(b, o) for b in outs]), ()
 
     def key(self, lay, alias):
         return ("contiguous", lay.scalars, alias)
