@@ -342,6 +342,7 @@ def test_a_kept_flat_layout_is_checked_on_every_call(cpu):
         (c, d, "C VV"),
         (ct.T, dt.T, "F VV"),  # both F order: FLAT in F order
         (c, one, "C VS"),
+        (c, mx.array(np.float32(-2.0)).reshape(1, 1), "C VS"),  # another scalar, same slot
         (c, dt.T, None),  # mixed orders: strided
         (mx.broadcast_to(c[:1], (3, 4)), d, None),  # broadcast: strided
         (mx.array(np.arange(24, dtype=np.float32).reshape(6, 4))[::2], d, None),  # sliced

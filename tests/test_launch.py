@@ -124,6 +124,30 @@ def test_cheap_launches_stay_on_the_calling_thread():
         threads.set_split_cost(prev)
 
 
+def test_launches_far_below_the_split_point_run_unmeasured():
+    """A launch that could not split even at several times its measured cost is not timed
+    (a compiled step's mid-size kernels: the timing cost as much as the kernel); one within
+    reach of the split point still is, so the estimate follows the kernel."""
+    calls = []
+
+    def kernel(start, stop):
+        calls.append((start, stop))
+
+    split = threads.set_split_cost(1e-3)
+    try:
+        threads._COST[kernel] = 1e-3 / threads.FAR_BELOW / 2 / 10_000  # far below at 10,000
+        assert threads.POOL.run(kernel, 10_000, ()) == 1
+        assert calls == [(0, 10_000)]
+        assert threads._COST[kernel] == 1e-3 / threads.FAR_BELOW / 2 / 10_000  # untouched
+        threads._COST[kernel] = 1e-3 / 2 / 10_000  # half the split point: measured
+        with _threads(2):
+            assert threads.POOL.run(kernel, 10_000, ()) == 1
+        assert calls[-1] == (0, 10_000)
+        assert threads._COST[kernel] < 1e-3 / 2 / 10_000  # an empty kernel: lowered
+    finally:
+        threads.set_split_cost(split)
+
+
 def test_a_worker_that_never_runs_costs_the_caller_nothing():
     """The caller claims every chunk when no worker does: it never waits for one."""
     x, out = _kernel_args(1 << 16)

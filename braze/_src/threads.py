@@ -10,7 +10,8 @@ worker on it simply claims fewer chunks (or none) and the caller does the rest.
 
 Whether a launch is split is decided from its measured cost: the first launch of a kernel
 times a probe chunk on the calling thread, every unsplit launch updates the kernel's time per
-element, and a launch is split when its expected single-thread time is at least
+element (but one far below the split point, `FAR_BELOW`, which it cannot reach), and a launch
+is split when its expected single-thread time is at least
 `split_cost()` seconds (the point where a second thread gains, docs/kernels.md) and its last
 split gained (`_judge`: on a machine whose other cores are busy a split costs more than it
 saves, and the kernel runs alone for a while). Chunks are sized in time too (`_chunk_items`),
@@ -37,6 +38,8 @@ DEFAULT_SPLIT_COST = 150e-6
 _split_cost = [DEFAULT_SPLIT_COST]
 #: elements below which a launch is neither timed nor split (too short to gain or to measure)
 MIN_ITEMS = 1 << 12
+#: a launch whose expected time is this many times below the split cost runs unmeasured
+FAR_BELOW = 8
 #: elements of the timed probe chunk a kernel's first large launch starts with
 PROBE_ITEMS = 1 << 16
 #: seconds of work per chunk: at least CHUNK_MIN, else an eighth of a thread's share
@@ -204,8 +207,11 @@ class Pool:
             start = min(n, max(1, PROBE_ITEMS // unit))
             _measure(fn, 0, start, args, unit)
             cost = _COST[fn]
-        nt = num_threads()
         work = (n - start) * unit * cost
+        if work * FAR_BELOW < _split_cost[0]:  # no drift of the estimate could make it split
+            fn(start, n, *args)
+            return 1
+        nt = num_threads()
         if nt <= 1 or n - start < 2 or work < _split_cost[0] or (
                 _split_cost[0] and _backing_off(fn)):
             if start < n:

@@ -89,14 +89,17 @@ class Backend:
         j = 0
         if allowed is None and ir.reduce_ndim:
             allowed = tuple(not r for r in ir.row_outputs)
-        for k, x in enumerate(inputs):
+        for k in range(len(inputs)):
+            if not donatable[k]:  # most inputs (a compiled step's scalars): nothing to check
+                continue
             while allowed is not None and j < len(allowed) and not allowed[j]:
                 j += 1
             if j == len(donors):
                 break
-            if not donatable[k] or ir.inputs[k].const:
-                continue
-            if x.shape != out_shape or x.dtype != out_dtypes[j].np_dtype:
+            x = inputs[k]
+            npd = out_dtypes[j].np_dtype
+            if ir.inputs[k].const or x.shape != out_shape or (x.dtype is not npd
+                                                               and x.dtype != npd):
                 continue
             if not self.can_write(x):
                 continue

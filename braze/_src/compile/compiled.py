@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .. import config as _config
+from .. import memory
 from ..array import TraceState
 from ..prims.base import Primitive, bind, ops
 from ..transforms.autodiff import expanded_jvp, expanded_vjp
@@ -170,15 +171,19 @@ class Compiled(Primitive):
         _evaluating.origin = self.origin  # notice.evaluating, inlined (the tiny-call path)
         outs = backend().run_compiled(ir, xs, shape, donatable)
         if donatable:
-            _move_byte_counts(ins, xs, outs)
+            _move_byte_counts(ins, xs, outs, donatable)
         return outs
 
     def _donatable(self, node, ins):
         sibs = node._siblings
         if sibs is None:  # one holder tuple + the loop variable + getrefcount's argument
             n_slots, expect = 1, 3
-        else:  # siblings may share their inputs tuple
-            n_slots, expect = len(sibs), len({id(s._inputs) for s in sibs}) + 2
+        else:  # siblings share one inputs tuple, unless an update re-pointed one's
+            n_slots, expect = len(sibs), 3
+            for s in sibs:
+                if s._inputs is not ins:
+                    expect = len({id(s._inputs) for s in sibs}) + 2
+                    break
         consts = self.__dict__.get("_consts") or self._const_mask()
         flags = [False] * len(ins)
         any_ok = False
@@ -223,11 +228,11 @@ class Compiled(Primitive):
         return expanded_vmap(self.expand, inputs, axes)
 
 
-def _move_byte_counts(ins, xs, outs):
+def _move_byte_counts(ins, xs, outs, donatable):
     """A donated buffer now belongs to the output: stop counting it under the input too."""
-    from .. import memory
     out_ids = {id(o) for o in outs}
-    for x, d in zip(ins, xs):
-        if id(d) in out_ids and x._mem:
+    for k in range(len(ins)):
+        x = ins[k]
+        if donatable[k] and id(xs[k]) in out_ids and x._mem:
             memory.Counters.active -= x._mem
             x._mem = 0

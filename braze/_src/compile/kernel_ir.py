@@ -148,8 +148,8 @@ class KernelIR:
         row = self.row_shape(shape)
         return tuple(row if r else shape for r in self.row_outputs)
 
-    @property
-    def output_dtypes(self) -> tuple:
+    @functools.cached_property
+    def output_dtypes(self) -> tuple:  # cached: every launch of the region reads it
         return tuple(self.dtype_of(r) for r in self.outputs)
 
     @property
