@@ -192,6 +192,51 @@ def test_other_samplers_match_mlx():
 
 
 @needs_mlx
+@pytest.mark.parametrize("case", ["row", "num_samples", "shape", "axis0", "neg_inf", "all_neg_inf",
+                                  "pos_inf", "float16", "vector", "batched"])
+def test_categorical_of_one_distribution_matches_mlx(case):
+    """MLX samples one distribution with an output shape by inverse CDF (the uniform draw times
+    the total weight, searched in the cumulative weights), not Gumbel-max: an LLM's
+    `categorical(logits[:, -1, :])` must give MLX's token for the same key."""
+    v = np.linspace(-1, 1, 100, dtype=np.float32)
+    logits, kw = {
+        "row": (v[None], {}),
+        "num_samples": (v, {"num_samples": 7}),
+        "shape": (v, {"shape": (4, 2)}),
+        "axis0": (v[:, None], {"axis": 0}),
+        "neg_inf": (np.where(v > 0.5, -np.inf, v)[None], {"num_samples": 20}),
+        "all_neg_inf": (np.full((1, 5), -np.inf, np.float32), {"num_samples": 20}),
+        "pos_inf": (np.where((v > 0.2) & (v < 0.3), np.inf, v)[None], {"num_samples": 20}),
+        "float16": (v.astype(np.float16)[None], {"num_samples": 9}),
+        "vector": (v, {}),  # no output shape: Gumbel-max
+        "batched": (np.stack([v, -v]), {}),  # two distributions: Gumbel-max
+    }[case]
+    for seed in (0, 5, 11):
+        got = mx.random.categorical(mx.array(logits), key=K(seed), **kw)
+        want = mlx.random.categorical(mlx.array(logits), key=mlx.random.key(seed), **kw)
+        assert got.dtype == mx.uint32 and got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(_np(got), np.array(want))
+
+
+def test_categorical_of_one_distribution_under_vmap_and_compile():
+    """As in MLX: under vmap the one distribution's cumulative weights are batched, which
+    searchsorted refuses (MLX's error); compiled, the same samples as eager."""
+    rng = np.random.default_rng(1)
+    logits = mx.array(rng.standard_normal((4, 30)).astype(np.float32))
+    k = K(7)
+    with pytest.raises(ValueError, match=r"^\[searchsorted\] Cannot vmap over the sorted"):
+        mx.vmap(lambda r: mx.random.categorical(r[None], num_samples=3, key=k))(logits)
+    f = mx.compile(lambda r: mx.random.categorical(r, shape=(2, 3), key=k))
+    np.testing.assert_array_equal(_np(f(logits[1])),
+                                  _np(mx.random.categorical(logits[1], shape=(2, 3), key=k)))
+
+
+def test_categorical_of_one_distribution_recorded_mlx_value():
+    logits = mx.array(np.linspace(-1, 1, 100, dtype=np.float32)[None])
+    assert _np(mx.random.categorical(logits, key=K(5))).tolist() == [81]  # MLX 0.32.4
+
+
+@needs_mlx
 def test_global_sequence_matches_mlx():
     for s in (0, 42, 123456789):
         mx.random.seed(s)

@@ -32,11 +32,15 @@ from .ops import (
     argmax,
     argsort,
     astype,
+    cumsum,
     divide,
+    equal,
     erf,
     erfinv,
+    exp,
     expand_dims,
     floor,
+    isinf,
     less,
     log,
     log1p,
@@ -45,11 +49,14 @@ from .ops import (
     minimum,
     multiply,
     negative,
+    reshape,
+    searchsorted,
     sign,
     squeeze,
     subtract,
     take,
     view,
+    where,
 )
 from .ops._helpers import check_shape
 from .ops._typing import ArrayLike, Dtype, StreamOrDevice
@@ -420,7 +427,9 @@ def categorical(logits: ArrayLike, axis: int = -1, shape: Optional[Sequence[int]
                 num_samples: Optional[int] = None, key: Optional[array] = None,
                 stream: StreamOrDevice = None) -> array:  # noqa: A002
     """Samples (uint32 indices along `axis`) from the categorical distributions given by the
-    unnormalized log-probabilities `logits` (the Gumbel-max trick, as MLX)."""
+    unnormalized log-probabilities `logits`, as MLX draws them: by inverse CDF when `logits`
+    hold one distribution and samples have a shape (`_inverse_cdf`), else the Gumbel-max
+    trick."""
     op = "categorical"
     logits = _to_array(logits, op, "logits")
     if shape is not None and num_samples is not None:
@@ -442,12 +451,29 @@ def categorical(logits: ArrayLike, axis: int = -1, shape: Optional[Sequence[int]
     else:
         shape = reduced
     _prepare(key, stream, op)
+    n = logits.shape[ax]
+    if n and logits.size == n and shape:
+        return _inverse_cdf(reshape(logits, (n,)), shape, _resolve_key(key, op), op)
     offset = ax + len(shape) - logits.ndim + 1
     gshape = shape[:offset] + (logits.shape[ax],) + shape[offset:]
     g = _gumbel(gshape, D.float32, _resolve_key(key, op), op)
     if 0 in shape:  # no samples (num_samples=0): MLX's empty result, where argmax refuses
         return astype(g.sum(axis=offset), D.uint32)
     return argmax(add(g, logits), axis=offset)
+
+
+def _inverse_cdf(logits, shape, k, op):
+    """`shape` samples of the one distribution of the 1-D `logits`: O(n + samples) memory,
+    where Gumbel-max needs O(n * samples). A uniform draw times the total weight is looked up
+    in the exclusive cumulative weights; an infinite maximum (where exp(x - max) is NaN) makes
+    the distribution uniform over its maximal entries."""
+    dt = D.promote(logits.dtype, D.float32)
+    x = astype(logits, dt)
+    m = _ops.max(x)
+    w = where(isinf(m), astype(equal(x, m), dt), exp(subtract(x, m)))
+    cdf = cumsum(w, 0, inclusive=False)
+    u = multiply(_uniform(array(0.0), array(1.0), shape, D.float32, k, op), _ops.sum(w))
+    return subtract(searchsorted(cdf, u, "right"), array(1, D.uint32))
 
 
 def laplace(shape: Sequence[int] = (), dtype: Optional[Dtype] = D.float32, loc: float = 0.0,
