@@ -330,8 +330,9 @@ def test_variant_selection(cpu):
 
 
 def test_a_kept_flat_layout_is_checked_on_every_call(cpu):
-    # the launcher keeps one FLAT layout per shape; inputs of that shape in another memory
-    # order, transposed, broadcast or sliced must not run with it
+    # the launcher keeps one FLAT layout per shape, and strided ones per input strides;
+    # inputs of that shape in another memory order, transposed, broadcast or sliced must not
+    # run with a layout kept for others
     f = mx.compile(lambda x, y: x * y + 1.0)
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     b = a[::-1] - 5
@@ -346,6 +347,8 @@ def test_a_kept_flat_layout_is_checked_on_every_call(cpu):
         (c, dt.T, None),  # mixed orders: strided
         (mx.broadcast_to(c[:1], (3, 4)), d, None),  # broadcast: strided
         (mx.array(np.arange(24, dtype=np.float32).reshape(6, 4))[::2], d, None),  # sliced
+        (mx.array(np.arange(36, dtype=np.float32).reshape(9, 4))[::3], d, None),  # other strides
+        (dt.T, mx.array(np.arange(24, dtype=np.float32).reshape(6, 4))[::2], None),
         (one, d, "C SV"),
         (c, d, "C VV"),
     ]

@@ -235,19 +235,33 @@ class _Strided(_Flat):
     are 1-D spans of their memory with element strides (0 where broadcast) and offsets."""
 
     class Layout:
-        __slots__ = ("scalars", "shape", "strides", "offsets", "bufs", "items", "unit")
+        __slots__ = ("scalars", "shape", "strides", "offsets", "odd", "items", "unit")
 
     def layout(self, e, xs, shape):
-        lay = _elementwise_layout(self.Layout, shape)
-        lay.scalars = "".join(["S" if x.size == 1 else "V" for x in xs])
-        lay.shape, lay.bufs, lay.strides, lay.offsets = _strided_layout(
-            xs, lay.scalars, shape, e.half_in)
+        """The geometry of these inputs over `shape`, kept per (shape, input shapes and
+        strides) as a row layout is: a compiled step whose gradients come in F order (a
+        Linear's weight) meets the same strided update every call."""
+        key = (shape, tuple([(x.shape, x.strides) for x in xs]))
+        lay = e.layouts.get(key)
+        if lay is None:
+            lay = _elementwise_layout(self.Layout, shape)
+            lay.scalars = "".join(["S" if x.size == 1 else "V" for x in xs])
+            lay.shape, lay.strides, lay.offsets, lay.odd = _strided_layout(
+                xs, lay.scalars, shape)
+            if len(e.layouts) > 32:
+                e.layouts.clear()
+            e.layouts[key] = lay
         return lay
 
     def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
         outs, flat, alias = _outputs(backend, ir, e, inputs, shape, (shape,) * len(e.out_np),
                                      donatable, "C")
-        return outs, [lay.shape, lay.strides, lay.offsets] + lay.bufs + flat, alias
+        bufs = [x.reshape(-1) if s == "S" else _span(x)[0] for x, s in zip(xs, lay.scalars)]
+        for p in lay.odd:  # pragma: no cover - a view whose strides are not whole elements
+            bufs[p] = np.ascontiguousarray(xs[p]).reshape(-1)
+        if e.any_half_in:
+            bufs = [b.view(_U16) if h else b for b, h in zip(bufs, e.half_in)]
+        return outs, [lay.shape, lay.strides, lay.offsets] + bufs + flat, alias
 
     def key(self, lay, alias):
         return ("strided", len(lay.shape), lay.scalars, alias)
@@ -480,29 +494,24 @@ def _broadcast_strides(x, out_shape):
     return st
 
 
-def _strided_layout(xs, scal, out_shape, half_in):
-    """Collapsed shape, 1-D buffers, strides and offsets for the strided kernel."""
-    vs = []
-    for x, s in zip(xs, scal):
+def _strided_layout(xs, scal, out_shape):
+    """Collapsed shape, element strides and offsets (int64 arrays) of the strided kernel's
+    inputs, and the positions of inputs it reads from a dense copy (strides that are not
+    whole elements)."""
+    sts, offs, odd = [], [], []
+    for p, (x, s) in enumerate(zip(xs, scal)):
         if s == "V":
             st = _broadcast_strides(x, out_shape)
-            if st is None:  # pragma: no cover - odd views: copy
+            if st is None:  # pragma: no cover - odd views: a dense copy
+                odd.append(p)
                 x = np.ascontiguousarray(x)
                 st = _broadcast_strides(x, out_shape)
-            vs.append((x, st))
-    cs, cst = _collapse(out_shape, [st for _, st in vs])
-    bufs, offs = [], []
-    for x, s, h in zip(xs, scal, half_in):
-        if s == "V":
-            buf, off = _span(x)
-            offs.append(off)
-        else:
-            buf = x.reshape(-1)
-        bufs.append(buf.view(_U16) if h else buf)
+            sts.append(st)
+            offs.append(_span(x)[1])
+    cs, cst = _collapse(out_shape, sts)
     shape_a = np.array(cs, dtype=np.int64)
-    st_a = np.array(cst, dtype=np.int64).reshape(len(vs), len(cs))
-    off_a = np.array(offs, dtype=np.int64)
-    return shape_a, bufs, st_a, off_a
+    st_a = np.array(cst, dtype=np.int64).reshape(len(sts), len(cs))
+    return shape_a, st_a, np.array(offs, dtype=np.int64), tuple(odd)
 
 
 def _collapse(shape, strides):
@@ -530,8 +539,11 @@ def _collapse(shape, strides):
 def _span(x):
     """(a 1-D array over the memory `x` spans, starting at its lowest address; the element
     offset of x's first element in it)."""
-    if x.flags.c_contiguous:
+    fl = x.flags
+    if fl.c_contiguous:
         return x.reshape(-1), 0
+    if fl.f_contiguous:  # a transposed array (a Linear's weight gradient): its memory in order
+        return x.reshape(-1, order="F"), 0
     isz = x.itemsize
     lo = hi = 0
     flip = []
