@@ -40,3 +40,52 @@ def test_backend_installs_it_and_bits_are_unchanged():
             np.testing.assert_array_equal(g, w)
     finally:
         R.set_threefry(prev)
+
+
+EAGER = """
+import sys, json
+import numpy as np
+import braze.core as mx
+from braze._src.prims import random as R
+k = mx.random.key(3)
+out, native_after = [], None
+for i in range(12):
+    out.append(np.array(mx.random.bits((5,), key=mx.random.split(k, 12)[i])).tolist())
+    if native_after is None and R._THREEFRY[0] is not R.threefry2x32:
+        native_after = i + 1
+big = np.array(mx.random.uniform(shape=(1 << 15,), key=k))
+print(json.dumps({"bits": out, "native_after": native_after, "big": float(big.sum()),
+                  "numba": "numba" in sys.modules}))
+"""
+
+
+def _eager(env_extra, code=EAGER):
+    import json
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, **env_extra)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_eager_random_switches_to_the_native_threefry():
+    """A program that draws eagerly (no compiled call ever builds the cpu backend) runs the
+    NumPy Threefry (~50 us a call) for its first few draws only, then the backend's; a short
+    script stays without Numba. Bits: those of the numpy backend, which never switches."""
+    cpu = _eager({"BRAZE_BACKEND": "cpu"})
+    ref = _eager({"BRAZE_BACKEND": "numpy"})
+    assert ref["native_after"] is None and not ref["numba"]
+    assert cpu["native_after"] is not None and cpu["native_after"] <= 1 + R.NUMPY_DRAWS
+    assert cpu["bits"] == ref["bits"] and cpu["big"] == ref["big"]
+    short = _eager({"BRAZE_BACKEND": "cpu"}, "import sys, braze.core as mx\n"
+                   "import numpy as np\nnp.array(mx.random.bits((4,)))\n"
+                   "import json; print(json.dumps({'numba': 'numba' in sys.modules}))")
+    assert not short["numba"]
+    big = _eager({"BRAZE_BACKEND": "cpu"}, "import braze.core as mx, json\n"
+                 "from braze._src.prims import random as R\n"
+                 "mx.eval(mx.random.uniform(shape=(1 << 16,)))\n"
+                 "print(json.dumps({'native': R._THREEFRY[0] is not R.threefry2x32}))")
+    assert big["native"]  # a large first draw switches at once

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from .. import config as _config
 from .. import memory
 from ..array import TraceState
+from ..prims import random as _random_prims
 from ..prims.base import Primitive, bind, ops
 from ..transforms.autodiff import expanded_jvp, expanded_vjp
 from ..transforms.vmap import expanded_vmap
@@ -51,6 +52,7 @@ def backend():
 
 
 _instances: dict = {}
+_random_prims._NATIVE[0] = backend  # an eager program's draws get the backend's Threefry
 
 
 def backend_named(name: str):

@@ -49,11 +49,34 @@ def threefry2x32(k0, k1, x0, x1) -> None:
 #: the Threefry implementation `random_bits` calls; a native backend may install a compiled
 #: one with the same contract (`set_threefry`), e.g. the cpu backend's Numba kernel
 _THREEFRY = [threefry2x32]
+#: how an eager program gets the native one: a callable the compile layer registers, which
+#: builds the active backend (the cpu backend installs its kernel); asked for once
+_NATIVE = [None]
+#: NumPy draws before `random_bits` asks (building the cpu backend imports Numba, ~0.3 s: a
+#: short script's few draws stay on NumPy), and the words from which one draw asks at once
+NUMPY_DRAWS = 8
+NUMPY_WORDS = 1 << 14
+_numpy_draws = [0]
 
 
 def set_threefry(fn) -> None:
     """Install `fn(k0, k1, x0, x1)` (same contract and results as `threefry2x32`)."""
     _THREEFRY[0] = fn
+
+
+def _threefry(words: int):
+    """The Threefry to run for a draw of `words` words per key: the installed one, after
+    asking for the native one when NumPy's has run long enough (~50 us a call whatever the
+    size) or this draw is large."""
+    if _THREEFRY[0] is threefry2x32 and _NATIVE[0] is not None:
+        _numpy_draws[0] += 1
+        if _numpy_draws[0] > NUMPY_DRAWS or words >= NUMPY_WORDS:
+            ask, _NATIVE[0] = _NATIVE[0], None
+            try:
+                ask()
+            except Exception:  # no native backend here (Numba missing): NumPy's stays
+                pass
+    return _THREEFRY[0]
 
 
 def random_bits(keys: np.ndarray, shape: tuple, width: int) -> np.ndarray:
@@ -69,6 +92,7 @@ def random_bits(keys: np.ndarray, shape: tuple, width: int) -> np.ndarray:
         return np.zeros((nk,) + tuple(shape), out_dtype)
     nwords = (nbytes + 3) // 4
     half, odd = nwords // 2, nwords % 2
+    threefry = _threefry(nk * nwords)
     words = np.empty((nk, nwords), _U32)
     k0, k1 = keys[:, :1], keys[:, 1:]
     if half:
@@ -78,16 +102,16 @@ def random_bits(keys: np.ndarray, shape: tuple, width: int) -> np.ndarray:
         np.add(x0, _U32(half + odd), out=x1)
         # x0/x1 are strided views when nk > 1; run on contiguous buffers and copy back then
         if nk == 1:
-            _THREEFRY[0](k0, k1, x0, x1)
+            threefry(k0, k1, x0, x1)
         else:
             c0, c1 = np.ascontiguousarray(x0), np.ascontiguousarray(x1)
-            _THREEFRY[0](k0, k1, c0, c1)
+            threefry(k0, k1, c0, c1)
             x0[...] = c0
             x1[...] = c1
     if odd:
         m0 = np.full((nk, 1), half, _U32)
         m1 = np.zeros((nk, 1), _U32)
-        _THREEFRY[0](k0, k1, m0, m1)
+        threefry(k0, k1, m0, m1)
         words[:, half:half + 1] = m0
     raw = words.astype("<u4", copy=False).view(np.uint8)  # MLX's layout is little-endian
     if nwords * 4 != nbytes:
