@@ -1,8 +1,9 @@
 """Threefry-2x32 compiled with Numba: the same bits as `prims.random.threefry2x32` (NumPy,
 ~110 array passes, ~90 us per call even for a few words) in one loop. The cpu backend installs
 it with `prims.random.set_threefry` when it is built (an eager program's draws ask for that,
-`prims.random._threefry`), so `RandomBits` (dropout masks, every sampler) costs microseconds. Large draws are split across
-threads like any kernel (`threads.POOL`: the loop takes a range of counter positions).
+`prims.random._threefry`), so `RandomBits` (dropout masks, every sampler) costs microseconds.
+Large draws are split across threads like any kernel (`threads.POOL`: the loop takes a range
+of counter positions).
 """
 from __future__ import annotations
 
