@@ -24,6 +24,32 @@ def test_implicit_evaluation():
         assert y._data is not None
 
 
+def test_toposort_of_one_nodes_outputs():
+    """The outputs of one multi-output node on evaluated inputs (a compiled step's state) are
+    that node once, without a walk; a root of another node still walks."""
+    from braze._src.graph import toposort
+
+    def step(p, m, g):  # m feeds p: one region with both outputs
+        m = 0.9 * m + g
+        return p - 0.1 * m, m
+
+    p, m, g = mx.array([1.0, 2.0]), mx.array([0.5, 0.25]), mx.array([4.0, 8.0])
+    mx.eval(p, m, g)
+    outs = mx.compile(step)(p, m, g)
+    assert outs[0]._siblings is not None and outs[1]._siblings is outs[0]._siblings
+    order = toposort(list(outs))
+    assert len(order) == 1 and order[0] is outs[0]
+    order = toposort([outs[1], outs[0]])
+    assert len(order) == 1 and order[0] is outs[1]
+    y = outs[0] + 1
+    order = toposort([outs[1], y])
+    assert order[-1] is y and sum(o is outs[0] or o is outs[1] for o in order) == 1
+    mx.eval(*outs)
+    np.testing.assert_allclose([o.tolist() for o in outs],
+                               [[1.0 - 0.1 * 4.45, 2.0 - 0.1 * 8.225], [4.45, 8.225]],
+                               rtol=1e-6)
+
+
 def test_chain_of_100_ops_holds_few_buffers():
     n = 8 * 1024 * 1024
     x = mx.ones((n,))

@@ -9,14 +9,14 @@ def toposort(roots):
     The visited set holds the arrays themselves (their hash is the identity's, and a set
     compares identity before `__eq__`), which saves an `id()` call per edge.
     """
-    if len(roots) == 1:  # one node on evaluated inputs (a compiled call): no walk
-        r = roots[0]
-        if r._data is None:
-            for c in r._inputs:
-                if c._data is None:
-                    break
-            else:
-                return [r]
+    r = roots[0] if roots else None
+    if r is not None and r._data is None and _one_node(roots, r):
+        # one node on evaluated inputs (a compiled call, its outputs siblings): no walk
+        for c in r._inputs:
+            if c._data is None:
+                break
+        else:
+            return [r]
     order = []
     visited = set()
     add = visited.add
@@ -122,3 +122,16 @@ def to_dot(outputs, named_outputs=None) -> str:
             lines.append(f"{pid} -> {name(o)}")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _one_node(roots, r) -> bool:
+    """Whether `roots` are `r` alone or outputs of r's node (a compiled step's state)."""
+    if len(roots) == 1:
+        return True
+    sibs = r._siblings
+    if sibs is None:
+        return False
+    for x in roots:
+        if x._siblings is not sibs:
+            return False
+    return True
