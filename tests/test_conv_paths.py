@@ -156,3 +156,23 @@ def test_vmap_of_the_weight_gradient(in_axes):
             for i in range(3)]
     np.testing.assert_allclose(np.asarray(got), np.stack([np.asarray(a) for a in want]),
                                rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("shape, lo, hi", [((2, 5, 3), (1,), (2,)), ((1, 4, 6, 2), (0, 3), (1, 0)),
+                                           ((2, 0, 3, 1), (1, 1), (1, 1)),
+                                           ((1, 3, 3, 2), (0, 0), (0, 0)),
+                                           ((1, 2, 2, 2, 1), (1, 0, 2), (0, 1, 1))])
+def test_zero_pad_is_numpys_pad(shape, lo, hi):
+    from braze._src.prims import conv as C
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) - 3.5
+    want = np.pad(x, [(0, 0)] + list(zip(lo, hi)) + [(0, 0)])
+    got = C._zero_pad(x, lo, hi)
+    assert got.dtype == x.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    # padding where positive, cutting where negative
+    lo2, hi2 = [-a if i % 2 else a for i, a in enumerate(lo)], list(hi)
+    idx = (slice(None),) + tuple(slice(max(-a, 0), n - max(-b, 0))
+                                 for a, b, n in zip(lo2, hi2, shape[1:-1]))
+    want = np.pad(x[idx], [(0, 0)] + [(max(a, 0), max(b, 0)) for a, b in zip(lo2, hi2)]
+                  + [(0, 0)])
+    np.testing.assert_array_equal(C._pad_or_crop(x, lo2, hi2), want)
