@@ -784,8 +784,10 @@ def _repoint_consumers(dst: array, old: array) -> None:
 
 
 def _repoint_within(src: array, dst: array, old: array, limit: int = 256) -> None:
-    """Re-point consumers of `dst` found in `src`'s unevaluated graph (walked up to `limit`
-    nodes), which is where an in-place update's own consumers are; cheap, unlike the search."""
+    """Re-point consumers of `dst` found in `src`'s unevaluated graph (walked breadth-first,
+    up to `limit` nodes), which is where an in-place update's own consumers are, a few nodes
+    from src (`out[i] += v` reads out[i] two nodes up, however deep v's graph); cheap,
+    unlike the search."""
     ins = src._inputs
     k = 0
     for x in ins:
@@ -795,9 +797,10 @@ def _repoint_within(src: array, dst: array, old: array, limit: int = 256) -> Non
         dst._nc -= k
         old._nc += k
         return
-    todo, seen = [src], set()
-    while todo and len(seen) < limit and dst._nc > 0:
-        n = todo.pop()
+    todo, seen, i = [src], set(), 0
+    while i < len(todo) and len(seen) < limit and dst._nc > 0:
+        n = todo[i]
+        i += 1
         if id(n) in seen or n is dst or n is old:
             continue
         seen.add(id(n))
