@@ -60,9 +60,11 @@ def remove_noops(tape: Tape) -> Tape:
 def square_powers(tape: Tape) -> Tape:
     """`Power(x, 2)` on floats, the exponent a scalar constant (often broadcast, or folded
     from constants), becomes `Square(x)`, and `Power(x, 1)` is bypassed for x (C's pow(x, 1)
-    is x, NaN and -0 included) where x has its dtype and shape; the exponent's nodes are
-    left to dce."""
+    is x, NaN and -0 included) where x has its dtype and shape and the power is not a
+    function output (which must stay an array of its own); the exponent's nodes are left to
+    dce."""
     subst = {}
+    outs = {id(o) for o in tape.outputs}
     for a in tape.nodes:
         prim = a._prim
         if prim is None or prim.kernel_op != "power" or a._dtype.kind != "f":
@@ -71,15 +73,13 @@ def square_powers(tape: Tape) -> Tape:
         if e == 2.0:
             set_inputs(a, a._inputs[:1])
             a._prim = SQUARE
-        elif e == 1.0:
+        elif e == 1.0 and id(a) not in outs:  # an output stays a new array, not x itself
             x = a._inputs[0]
             if x._dtype is a._dtype and x._shape == a._shape:
                 subst[id(a)] = x
     if subst:
-        outs = [subst.get(id(o), o) for o in tape.outputs]
         rewire(tape, subst)
         tape.nodes = [a for a in tape.nodes if id(a) not in subst]
-        tape.outputs = outs
     return tape
 
 
