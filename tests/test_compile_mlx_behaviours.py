@@ -1056,3 +1056,38 @@ def test_compile_equal_nan():
     out = mx.compile(lambda a, b: mx.stack([mx.array_equal(a, b),
                                             mx.array_equal(a, b, equal_nan=True)]))(a, a)
     assert out.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("fun", [lambda a: a, lambda a: mx.stop_gradient(a),
+                                 lambda a: (a, a * 2, a)], ids=["identity", "noop", "twice"])
+def test_an_output_that_is_an_argument_is_a_new_array(fun):
+    """As MLX: a compiled function returning its argument (itself, or through a no-op the
+    passes remove) returns a new array, so an in-place update of the result (`y += 1`)
+    leaves the caller's argument alone."""
+    x = mx.array([1.0, 2.0])
+    mx.eval(x)
+    outs = mx.compile(fun)(x)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    assert all(o is not x for o in outs)
+    assert outs[0] is not outs[-1] or len(outs) == 1
+    for o in outs:
+        o += 1
+    assert x.tolist() == [1.0, 2.0]
+    assert outs[0].tolist() == [2.0, 3.0]
+
+
+def test_state_passed_through_unchanged_keeps_its_object():
+    """State outputs (outputs=) are written back; one the step leaves unchanged stays the
+    same array object."""
+    state = [mx.array([1.0]), mx.array([5.0])]
+    mx.eval(state)
+    kept = state[1]
+
+    @functools.partial(mx.compile, inputs=state, outputs=state)
+    def step(x):
+        state[0] = state[0] + x
+        return state[0] * 2
+
+    for _ in range(2):
+        mx.eval(step(mx.array([1.0])))
+    assert state[0].tolist() == [3.0] and state[1] is kept and kept.tolist() == [5.0]

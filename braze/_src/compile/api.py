@@ -488,7 +488,7 @@ class Entry:
         """The replay plan (built on first use)."""
         p = self._plan
         if p is None:
-            p = self._plan = ReplayPlan(self.tape, self.sites, self.shapeless)
+            p = self._plan = ReplayPlan(self.tape, self.sites, self.shapeless, self.n_out)
         return p
 
     def reads_inputs_from(self, start) -> bool:

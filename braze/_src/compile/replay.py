@@ -67,9 +67,11 @@ class ReplayPlan:
     None and its outputs' (shape, dtype)s in the dtype slot.
     """
 
-    __slots__ = ("consts", "steps", "outs", "const_outs", "seen")
+    __slots__ = ("consts", "steps", "outs", "const_outs", "input_outs", "seen")
 
-    def __init__(self, tape, sites=None, shapeless=False):
+    def __init__(self, tape, sites=None, shapeless=False, n_fun_out=None):
+        """`n_fun_out`: how many of the tape's outputs are the function's (the rest are
+        written-back state); None: all of them."""
         slot = {id(p): k for k, p in enumerate(tape.inputs)}
         nodes = tape.nodes
         node_ids = {id(a) for a in nodes}
@@ -106,6 +108,10 @@ class ReplayPlan:
             i += k
         self.outs = [slot[id(o)] for o in tape.outputs]
         self.const_outs = [j for j, r in enumerate(self.outs) if n <= r < n + nc]
+        # function outputs that are arguments: each a new array (MLX's: `y += 1` on the
+        # result must not change the caller's argument); state written back keeps its object
+        fun_outs = self.outs if n_fun_out is None else self.outs[:n_fun_out]
+        self.input_outs = [j for j, r in enumerate(fun_outs) if r < n]
         self.consts = consts
         self.steps = steps
         self.seen = {}  # shapeless: the inputs' (shape, dtype)s -> every step's outputs' avals
@@ -151,6 +157,8 @@ class ReplayPlan:
             o = outs[j]
             if not any(o is r for r in real):
                 outs[j] = bind(_COPY, (o,))
+        for j in self.input_outs:
+            outs[j] = bind(_COPY, (outs[j],))
         return outs
 
 
