@@ -109,6 +109,14 @@ def _outputs(backend, ir, e, inputs, shape, shapes, donatable, order, allowed=No
     return outs, flat, alias
 
 
+def _keep(e, key, lay) -> None:
+    """Keep `lay` in the entry's layouts under `key`; a few dozen at most (a shapeless
+    function called on ever new shapes starts over)."""
+    if len(e.layouts) > 32:
+        e.layouts.clear()
+    e.layouts[key] = lay
+
+
 def _one_d(e, k, x):
     """The single-element input `x` of slot `k` as 1-D, kept in `e.views`: a compiled
     function's captured scalars are the same buffers every call, and a reshape costs ~0.2 us."""
@@ -158,9 +166,7 @@ class _Flat:
             lay.order = "F"
         # every output below the buffer cache's block size: `prepare` may call np.empty
         lay.small = lay.items * max([d.itemsize for d in e.out_np]) < M.LARGE
-        if len(e.layouts) > 32:  # a shapeless function called on many shapes
-            e.layouts.clear()
-        e.layouts[shape] = lay
+        _keep(e, shape, lay)
         return lay
 
     def holds(self, lay, xs, shape) -> bool:
@@ -248,9 +254,7 @@ class _Strided(_Flat):
             lay.scalars = "".join(["S" if x.size == 1 else "V" for x in xs])
             lay.shape, lay.strides, lay.offsets, lay.odd = _strided_layout(
                 xs, lay.scalars, shape)
-            if len(e.layouts) > 32:
-                e.layouts.clear()
-            e.layouts[key] = lay
+            _keep(e, key, lay)
         return lay
 
     def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
@@ -290,9 +294,7 @@ class _Rows:
         if lay is None:
             lay = _row_layout(xs, shape, k)
             lay.nrow, lay.ncol = nrow, ncol
-            if len(e.layouts) > 32:
-                e.layouts.clear()
-            e.layouts[key] = lay
+            _keep(e, key, lay)
         return lay
 
     def prepare(self, backend, ir, e, inputs, xs, shape, donatable, lay):
