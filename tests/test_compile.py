@@ -402,6 +402,52 @@ def test_power_rules_see_through_the_gradient_of_a_square():
     np.testing.assert_array_equal(np.asarray(h), want)
 
 
+def _transposed_products(fun, *args):
+    return S.dce(S.transposed_products(S.cse(_tape_of(fun, *args))))
+
+
+def test_a_transposed_product_is_the_product_of_the_transposes():
+    """A Linear's weight gradient, `(x^T @ g)^T` (the vjp of `x @ w.T`), becomes `g^T @ x`:
+    row-major like the weight, the values NumPy's float64 ones (batched products too); an
+    operand that is a transpose is read untransposed."""
+    rng = np.random.default_rng(11)
+    w, x = (rng.standard_normal(s).astype(np.float32) for s in [(3, 4), (5, 4)])
+    W, X = mx.array(w), mx.array(x)
+
+    def loss(w, x):
+        return mx.sum((x @ w.T) ** 2)
+
+    t = _transposed_products(mx.grad(loss), W, X)
+    out = t.outputs[0]
+    assert out._prim.matrix_product and not any(
+        a._prim.swaps_matrix_axes and a._inputs[0]._prim is not None
+        and a._inputs[0]._prim.matrix_product for a in t.nodes)
+    assert _names(t).count("Transpose") == 2  # w.T forward, g^T: x is read as it lies
+    g = mx.compile(mx.grad(loss))(W, X)
+    want = 2 * (x.astype(np.float64) @ w.T.astype(np.float64)).T @ x.astype(np.float64)
+    assert np.asarray(g).flags.c_contiguous
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5, atol=1e-5)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in [(2, 3, 4), (2, 4, 5)])
+    f = mx.compile(lambda a, b: mx.swapaxes(a @ b, -1, -2) * 2)
+    assert _names(_transposed_products(lambda a, b: mx.swapaxes(a @ b, -1, -2) * 2,
+                                       mx.array(a), mx.array(b))).count("Matmul") == 1
+    np.testing.assert_allclose(np.asarray(f(mx.array(a), mx.array(b))),
+                               2 * np.swapaxes(a.astype(np.float64) @ b, -1, -2), rtol=1e-5)
+
+
+def test_a_product_read_untransposed_too_stays():
+    """A product that is also read as it is, or is an output, is not computed twice; a
+    transpose over other axes is not a matrix transpose."""
+    a, b = mx.array(np.ones((2, 3), np.float32)), mx.array(np.ones((3, 2), np.float32))
+    for fun in [lambda a, b: (a @ b).T + (a @ b), lambda a, b: (lambda m: (m.T, m))(a @ b)]:
+        t = _transposed_products(fun, a, b)
+        assert _names(t).count("Matmul") == 1 and _names(t).count("Transpose") == 1
+    c = mx.array(np.ones((2, 3, 4), np.float32))
+    t = _transposed_products(lambda c, d: mx.transpose(c @ d, (1, 0, 2)), c,
+                             mx.array(np.ones((2, 4, 4), np.float32)))
+    assert _names(t) == ["Matmul", "Transpose"]
+
+
 def test_cse_multi_output_nodes():
     x = mx.array([7, 8])
     # the two 3s are separate constants until merge_scalar_constants runs first, as in simplify
@@ -425,8 +471,8 @@ def test_dce():
 
 def test_passes_are_one_list_of_named_tape_functions():
     assert [p.name for p in pipeline.PASSES] == [
-        "merge_scalar_constants", "remove_noops", "square_powers", "cse", "dce", "decompose",
-        "fuse_rows", "online_softmax", "chan_variance", "fuse"]
+        "merge_scalar_constants", "remove_noops", "square_powers", "cse", "transposed_products",
+        "dce", "decompose", "fuse_rows", "online_softmax", "chan_variance", "fuse"]
     t = _tape_of(lambda x: x + 1, mx.array(1.0))
     for p in pipeline.PASSES:
         t = p.run(t)

@@ -1,6 +1,7 @@
 """The compile pipeline: one list of named passes, each a function Tape -> Tape.
 
-    simplify   merge_scalar_constants, remove_noops, square_powers, cse, dce
+    simplify   merge_scalar_constants, remove_noops, square_powers, cse, transposed_products,
+               dce
     rows       decompose (Softmax/LogSumExp into primitives), fuse_rows (reductions with
                their elementwise neighbours), online_softmax and chan_variance (row-kernel
                algorithms marked on the regions' IR)
@@ -40,6 +41,7 @@ PASSES = (
     Pass("remove_noops", S.remove_noops, "simplify"),
     Pass("square_powers", S.square_powers, "simplify"),
     Pass("cse", S.cse, "simplify"),
+    Pass("transposed_products", S.transposed_products, "simplify"),
     Pass("dce", S.dce, "simplify"),
     Pass("decompose", FR.expand_composites, "rows"),
     Pass("fuse_rows", FR.fuse_rows, "rows"),

@@ -10,15 +10,21 @@
 4. `cse`: nodes with equal primitives (dataclass equality, so parameters such as Log's base or
    Equal's equal_nan count) and identical inputs are merged; the earlier one survives; a
    function output is never merged away; multi-output nodes merge sibling by sibling.
-5. `dce`: nodes no output depends on are dropped.
+5. `transposed_products`: a matrix product that is only read transposed, `(a @ b)^T`, becomes
+   `b^T @ a^T`: the same products, written row-major. A Linear's weight gradient is one; its
+   optimizer update then reads gradient and parameter in one order, a flat loop instead of a
+   strided one (and no strided reads of a large gradient).
+6. `dce`: nodes no output depends on are dropped.
 
 Passes own the tape's nodes (Tape.copy was taken after tracing), so they rewrite inputs in
 place, through tape.py's edits.
 """
 from __future__ import annotations
 
+from ..array import node
+from ..prims.shape import Transpose
 from ..prims.unary import SQUARE
-from .tape import Tape, rewire, set_inputs
+from .tape import Tape, consumers, rewire, set_inputs
 
 
 def merge_scalar_constants(tape: Tape) -> Tape:
@@ -81,6 +87,44 @@ def square_powers(tape: Tape) -> Tape:
         rewire(tape, subst)
         tape.nodes = [a for a in tape.nodes if id(a) not in subst]
     return tape
+
+
+def transposed_products(tape: Tape) -> Tape:
+    """`Transpose(a @ b)` over the last two axes, where the product is read by that transpose
+    alone and is not an output, becomes `b^T @ a^T`; an operand that is itself a matrix
+    transpose is read untransposed. The orphaned product is left to dce."""
+    outs = {id(o) for o in tape.outputs}
+    readers = None
+    nodes = []
+    for a in tape.nodes:
+        prim = a._prim
+        if prim.swaps_matrix_axes and a._siblings is None:
+            m = a._inputs[0]
+            if m._prim is not None and m._prim.matrix_product and id(m) not in outs:
+                if readers is None:
+                    readers = consumers(tape.nodes, slots=False)
+                x, y = m._inputs
+                if len(readers.get(id(m), ())) == 1 and x._dtype is y._dtype:
+                    ins = (_matrix_transposed(y, prim, a, nodes),
+                           _matrix_transposed(x, prim, a, nodes))
+                    set_inputs(a, ins)
+                    a._prim = m._prim
+        nodes.append(a)
+    tape.nodes = nodes
+    return tape
+
+
+def _matrix_transposed(x, swap, like, nodes):
+    """x with its last two axes swapped: the input of a matrix transpose `x` is, else a new
+    Transpose node (primitive `swap`, tracer flag as `like`'s), appended to `nodes`."""
+    if x._prim is not None and x._prim.swaps_matrix_axes:
+        return x._inputs[0]
+    s = x._shape
+    t = node((*s[:-2], s[-1], s[-2]), x._dtype, swap if len(s) == len(swap.axes)
+             else Transpose((*range(len(s) - 2), len(s) - 1, len(s) - 2)), (x,))
+    t._tracer = like._tracer
+    nodes.append(t)
+    return t
 
 
 #: the scalar arithmetic `_scalar_value` folds (an exponent the vjp computes from constants)

@@ -138,6 +138,11 @@ class Primitive:
     #: True when the scheduler should call `eval_node(array)` instead of `eval_cpu(*buffers)`
     #: (a fused kernel that may donate an input buffer needs to see the graph node)
     node_eval = False
+    #: its output is its one input with the last two axes swapped (a matrix transpose)
+    swaps_matrix_axes = False
+    #: its output is `a @ b` of its two inputs over their last two axes and nothing more, so
+    #: its transpose is `b^T @ a^T` (the compile pass `transposed_products`)
+    matrix_product = False
     #: its one input reshaped to the node's shape is its value: the scheduler reshapes
     #: without calling `eval_cpu` (which recomputes the shape; a decode step has ~40 such)
     pure_reshape = False

@@ -193,6 +193,8 @@ def matmul_shape(a_shape, b_shape, op="matmul"):
 class Matmul(Primitive):
     """a @ b over the last two axes; batch axes equal."""
 
+    matrix_product = True
+
     def abstract_eval(self, a, b):
         return [(matmul_shape(a.shape, b.shape), a.dtype)]
 

@@ -442,6 +442,11 @@ class BroadcastAxes(Primitive):
 class Transpose(Primitive):
     axes: tuple
 
+    @property
+    def swaps_matrix_axes(self) -> bool:
+        n = len(self.axes)
+        return n >= 2 and self.axes == (*range(n - 2), n - 1, n - 2)
+
     def abstract_eval(self, x):
         shape = x.shape
         return [(tuple([shape[a] for a in self.axes]), x.dtype)]
