@@ -435,6 +435,27 @@ def test_a_transposed_product_is_the_product_of_the_transposes():
                                2 * np.swapaxes(a.astype(np.float64) @ b, -1, -2), rtol=1e-5)
 
 
+@pytest.mark.parametrize("alpha,beta", [(1.0, 1.0), (2.0, 0.5)])
+def test_a_linear_weight_gradient_is_row_major(alpha, beta):
+    """addmm's vjp scales the cotangent (only by a factor that is not 1), then multiplies, as
+    MLX's: a Linear's weight gradient, `addmm(b, x, w.T)`, is a transposed product the pass
+    rewrites; the values are NumPy's float64 ones."""
+    rng = np.random.default_rng(12)
+    w, b, x = (rng.standard_normal(s).astype(np.float32) for s in [(3, 4), (3,), (5, 4)])
+
+    def loss(w, b, x):
+        return mx.sum(mx.addmm(b, x, w.T, alpha=alpha, beta=beta) ** 2)
+
+    t = _transposed_products(mx.grad(loss, argnums=(0, 1)), *map(mx.array, (w, b, x)))
+    assert t.outputs[0]._prim.matrix_product  # a factor scales the cotangent, before
+    gw, gb = mx.compile(mx.grad(loss, argnums=(0, 1)))(*map(mx.array, (w, b, x)))
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    r = 2 * (alpha * x64 @ w64.T + beta * b.astype(np.float64))
+    assert np.asarray(gw).flags.c_contiguous
+    np.testing.assert_allclose(np.asarray(gw), alpha * r.T @ x64, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(gb), beta * r.sum(0), rtol=1e-5, atol=1e-5)
+
+
 def test_a_product_read_untransposed_too_stays():
     """A product that is also read as it is, or is an output, is not computed twice; a
     transpose over other axes is not a matrix transpose."""

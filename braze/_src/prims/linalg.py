@@ -299,6 +299,12 @@ def _untransposed_vmap(prim, b, ax):
     return _swap(ops.moveaxis(b, ax, 0)), 0
 
 
+def _scaled(g, factor):
+    """g * factor, or g itself for a factor of 1 (no node: a Linear's weight gradient stays
+    the product, which the compile pass `transposed_products` may then write row-major)."""
+    return g if factor == 1.0 else g * factor
+
+
 def _as_rows(a):
     """a's leading axes folded into rows (sized explicitly: -1 is ambiguous when empty)."""
     return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
@@ -415,13 +421,13 @@ class AddMM(Primitive):
         c, a, b = primals
         g = cotangents[0]
         out = []
-        for i in argnums:
+        for i in argnums:  # MLX's: the cotangent scaled first, and only by a factor not 1
             if i == 0:
-                out.append(g * self.beta)
+                out.append(_scaled(g, self.beta))
             elif i == 1:
-                out.append(ops.matmul(g, _swap(b)) * self.alpha)
+                out.append(ops.matmul(_scaled(g, self.alpha), _swap(b)))
             else:
-                out.append(ops.matmul(_swap(a), g) * self.alpha)
+                out.append(ops.matmul(_swap(a), _scaled(g, self.alpha)))
         return out
 
     def jvp(self, primals, tangents, argnums):
