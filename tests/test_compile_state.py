@@ -335,3 +335,38 @@ def test_donated_input_read_by_a_later_output_of_a_strided_kernel(backend):
             got = [np.array(o) for o in cf(bmx.array(w), bmx.array(a), bmx.array(0.01))]
             for g, e in zip(got, want):
                 np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-7)
+
+
+def test_state_walks_keep_flatten_order_and_update_in_place():
+    """The captured-tree walks: plain containers (the fast path), a dict subclass, a capture
+    protocol object; arrays in flatten order; lists and dicts updated in place, a tuple rebuilt
+    in its parent, the object told through `__braze_update__`."""
+    import braze.core as mx
+    from braze._src.compile import api as capi
+
+    class Held:
+        def __init__(self, a):
+            self.a = a
+
+        def __braze_capture__(self):
+            return self.a
+
+        def __braze_update__(self, v):
+            self.a = v
+
+    class Sub(dict):
+        pass
+
+    xs = [mx.array(float(i)) for i in range(6)]
+    held = Held(xs[5])
+    inner = [xs[2]]
+    d = {"a": xs[0], "b": (xs[1], inner, 7), "s": Sub(c=xs[3]), "n": None}
+    tree = [d, (xs[4],), held, "text"]
+    assert [x is y for x, y in zip(capi._flatten_state(tree, []), xs)] == [True] * 6
+    new = [mx.array(10.0 + i) for i in range(6)]
+    it = iter(new)
+    assert capi._update_state(tree, lambda a: next(it)) is tree
+    assert tree[0] is d and d["b"][1] is inner and inner[0] is new[2]
+    assert d["a"] is new[0] and d["b"][0] is new[1] and d["b"][2] == 7
+    assert d["s"]["c"] is new[3] and tree[1][0] is new[4] and held.a is new[5]
+    assert [x is y for x, y in zip(capi._flatten_state(tree, []), new)] == [True] * 6

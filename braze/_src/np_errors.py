@@ -37,6 +37,20 @@ else:  # pragma: no cover
         token.__exit__(None, None, None)
 
 
+class ignoring:
+    """`with ignoring():` NumPy floating-point warnings off for the block: np.errstate's
+    effect at a third of its cost (the hot NumPy paths of primitives run inside an `eval`,
+    which silences already, but may be called outside one)."""
+
+    __slots__ = ("_tok",)
+
+    def __enter__(self):
+        self._tok = silence()
+
+    def __exit__(self, *exc):
+        restore(self._tok)
+
+
 def quiet(fn, *xs):
     """fn(*xs) with NumPy floating-point warnings silenced."""
     tok = silence()

@@ -110,8 +110,17 @@ def register_implicit_state(obj) -> None:
         _IMPLICIT.append(obj)
 
 
+_SENTINEL_TYPES: dict = {}  # type -> whether it follows the capture protocol
+
+
 def _is_sentinel(x) -> bool:
-    return hasattr(type(x), "__braze_capture__")
+    t = type(x)
+    r = _SENTINEL_TYPES.get(t)
+    if r is None:  # hasattr of a missing attribute raises inside: ~0.3 us a call
+        if len(_SENTINEL_TYPES) > 256:
+            _SENTINEL_TYPES.clear()
+        r = _SENTINEL_TYPES[t] = hasattr(t, "__braze_capture__")
+    return r
 
 
 # The captured trees are handled as MLX's compile handles them (python/src/transforms.cpp,
@@ -125,7 +134,14 @@ def _is_sentinel(x) -> bool:
 # directly inside a top-level tuple, or a bare array, cannot be replaced).
 def _flatten_state(tree, out) -> list:
     """The arrays of a captured tree, in flatten order (dict values in insertion order)."""
-    if _is_sentinel(tree):
+    t = type(tree)
+    if t is dict or t is list or t is tuple:  # plain containers, the common case, first
+        for v in tree.values() if t is dict else tree:
+            if type(v) is array:
+                out.append(v)
+            else:
+                _flatten_state(v, out)
+    elif _is_sentinel(tree):
         v = tree.__braze_capture__()
         if isinstance(v, array):
             out.append(v)
@@ -143,6 +159,13 @@ def _flatten_state(tree, out) -> list:
 def _update_state(tree, fn):
     """Replace every array leaf `a` of a captured tree by `fn(a)` (called in flatten order);
     returns the tree (a new object only for a tuple that changed, or for a bare array)."""
+    t = type(tree)
+    if t is list or t is dict:  # plain containers first; a value set for a key it has
+        for k, old in enumerate(tree) if t is list else tree.items():  # resizes nothing
+            new = fn(old) if type(old) is array else _update_state(old, fn)
+            if new is not old:
+                tree[k] = new
+        return tree
     if _is_sentinel(tree):
         v = tree.__braze_capture__()
         if isinstance(v, array):

@@ -27,6 +27,7 @@ import numpy as np
 from .. import config
 from .. import dtypes as D
 from ..array import array
+from ..np_errors import ignoring
 from ..threads import POOL
 from .base import Primitive, bind, ops
 
@@ -145,7 +146,7 @@ def _norm_np(x, w, b, eps, out_dt, rms):
     """The NumPy path of both forward normalisations (the graph's roundings, in NumPy)."""
     ct = _ct(x.dtype)
     y = x.astype(ct)
-    with np.errstate(all="ignore"):
+    with ignoring():
         if rms:
             y = y * (1 / np.sqrt(np.mean(y * y, axis=-1, keepdims=True) + ct.type(eps)))
         else:
@@ -188,7 +189,7 @@ def _norm_bwd_np(x, w, g, eps, rms):
     xf, gf = x.astype(ct), g.astype(ct)
     gw = gf * w.astype(ct) if w is not None else gf
     axes = tuple(range(x.ndim - 1))
-    with np.errstate(all="ignore"):
+    with ignoring():
         if rms:
             r = 1 / np.sqrt(np.mean(xf * xf, axis=-1, keepdims=True) + ct.type(eps))
             dx = r * gw - xf * (r ** 3 * np.mean(gw * xf, axis=-1, keepdims=True))
@@ -435,7 +436,7 @@ def _inv_freqs(half, base, ft):
     """base ** (-i / half) for i < half, as the graph computes it (exp of a float32 product):
     the same for every call of a model's RoPE, so kept."""
     step = ft.type(math.log(base) / half)
-    with np.errstate(all="ignore"):
+    with ignoring():
         inv = np.exp(np.arange(0, -half, -1, dtype=ft) * step)
     inv.flags.writeable = False
     return inv
@@ -510,7 +511,7 @@ class Rope(Primitive):
     def _angles(self, x, offset, freqs):
         ft = _ct(x.dtype)
         off = np.asarray(offset).astype(ft).reshape(-1)
-        with np.errstate(all="ignore"):
+        with ignoring():
             pos = np.arange(x.shape[-2], dtype=ft)[None, :] + off[:, None]
         return self._cos_sin(pos, x.dtype, freqs)
 
@@ -518,7 +519,7 @@ class Rope(Primitive):
         """cos and sin of the angles at the float positions `pos` (..., T), rounded to
         `dtype`: (..., T, dims / 2)."""
         ft = pos.dtype
-        with np.errstate(all="ignore"):
+        with ignoring():
             pos = pos * ft.type(self.scale)
             if freqs is None:
                 inv = _inv_freqs(self.dims // 2, self.base, ft)
@@ -773,7 +774,7 @@ class _Attention(Primitive):
         if self.causal:
             mask = np.arange(Tk - Tq, Tk)[:, None] >= np.arange(Tk)[None, :]
         keep = mask if mask is not None and mask.dtype == np.bool_ else None
-        with np.errstate(all="ignore"):
+        with ignoring():
             if keep is not None:
                 s = np.where(keep, s, np.asarray(D.finfo(D.from_numpy(dt)).min, dt))
             elif mask is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
+from ..np_errors import ignoring
 from .base import Primitive, bind, lazy_dataclass, ops
 from .core import broadcast_like
 
@@ -123,7 +124,7 @@ class Reduce(Primitive):
     def eval_cpu(self, x):
         rt, axes = self.reduce_type, self.axes
         out_np = reduce_dtype(rt, D.from_numpy(x.dtype)).np_dtype
-        with np.errstate(all="ignore"):
+        with ignoring():
             if rt in ("and", "or"):
                 b = x.astype(np.bool_)
                 r = (np.all if rt == "and" else np.any)(b, axis=axes, keepdims=True)
@@ -233,7 +234,7 @@ class LogSumExp(Primitive):
         return [(keep_shape(x.shape, self.axes), x.dtype)]
 
     def eval_cpu(self, x):
-        with np.errstate(all="ignore"):
+        with ignoring():
             r = _logsumexp(x.astype(acc_dtype(x.dtype), copy=False), self.axes)
         return [r.astype(x.dtype, copy=False)]
 
@@ -267,7 +268,7 @@ class Softmax(Primitive):
     def eval_cpu(self, x):
         if x.size == 0:
             return [np.empty(x.shape, x.dtype)]
-        with np.errstate(all="ignore"):
+        with ignoring():
             xf = x.astype(acc_dtype(x.dtype), copy=False)
             e = np.exp(xf - np.max(xf, axis=self.axes, keepdims=True))
             r = e / np.sum(e, axis=self.axes, keepdims=True)
