@@ -409,7 +409,8 @@ def _transposed_products(fun, *args):
 def test_a_transposed_product_is_the_product_of_the_transposes():
     """A Linear's weight gradient, `(x^T @ g)^T` (the vjp of `x @ w.T`), becomes `g^T @ x`:
     row-major like the weight, the values NumPy's float64 ones (batched products too); an
-    operand that is a transpose is read untransposed."""
+    operand that is a transpose is read untransposed, a transpose of a transpose is its
+    input."""
     rng = np.random.default_rng(11)
     w, x = (rng.standard_normal(s).astype(np.float32) for s in [(3, 4), (5, 4)])
     W, X = mx.array(w), mx.array(x)
@@ -427,6 +428,13 @@ def test_a_transposed_product_is_the_product_of_the_transposes():
     want = 2 * (x.astype(np.float64) @ w.T.astype(np.float64)).T @ x.astype(np.float64)
     assert np.asarray(g).flags.c_contiguous
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5, atol=1e-5)
+    # x's gradient reads swap(w.T): w itself, no transpose of a transpose
+    t = _transposed_products(mx.grad(loss, argnums=1), W, X)
+    assert not any(a._prim.swaps_matrix_axes and a._inputs[0]._prim is not None
+                   and a._inputs[0]._prim.swaps_matrix_axes for a in t.nodes)
+    want = 2 * (x.astype(np.float64) @ w.T) @ w
+    np.testing.assert_allclose(np.asarray(mx.compile(mx.grad(loss, argnums=1))(W, X)), want,
+                               rtol=1e-5)
     a, b = (rng.standard_normal(s).astype(np.float32) for s in [(2, 3, 4), (2, 4, 5)])
     f = mx.compile(lambda a, b: mx.swapaxes(a @ b, -1, -2) * 2)
     assert _names(_transposed_products(lambda a, b: mx.swapaxes(a @ b, -1, -2) * 2,
@@ -456,6 +464,16 @@ def test_a_linear_weight_gradient_is_row_major(alpha, beta):
     np.testing.assert_allclose(np.asarray(gb), beta * r.sum(0), rtol=1e-5, atol=1e-5)
 
 
+def test_a_transpose_of_a_transpose_that_is_an_output_stays_its_own():
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = _transposed_products(lambda a: a.T.T, mx.array(w))
+    assert _names(t) == ["Transpose", "Transpose"] and t.outputs[0] is not t.inputs[0]
+    W = mx.array(w)
+    y = mx.compile(lambda a: a.T.T)(W)
+    assert y is not W
+    np.testing.assert_array_equal(np.asarray(y), w)
+
+
 def test_a_product_read_untransposed_too_stays():
     """A product that is also read as it is, or is an output, is not computed twice; a
     transpose over other axes is not a matrix transpose."""
@@ -467,6 +485,54 @@ def test_a_product_read_untransposed_too_stays():
     t = _transposed_products(lambda c, d: mx.transpose(c @ d, (1, 0, 2)), c,
                              mx.array(np.ones((2, 4, 4), np.float32)))
     assert _names(t) == ["Matmul", "Transpose"]
+
+
+def _folded(fun, *args):
+    return S.dce(S.fold_constants(_tape_of(fun, *args)))
+
+
+def test_nodes_of_constants_are_computed_once_at_trace_time():
+    """fold_constants: an arange, a gather and a scatter of constants, a transposed constant
+    matrix and exactly rounded scalar arithmetic become constants (the run computes nothing
+    of them); the results are the unfolded function's, bit for bit (uncompiled, and compiled
+    with the passes off)."""
+    rng = np.random.default_rng(13)
+    m = mx.array(rng.standard_normal((6, 5)).astype(np.float32))
+    idx = mx.array(np.array([4, 0, 2], np.int32))
+
+    def fun(x):
+        rows = mx.take(m, mx.arange(3), axis=0)  # Arange + Gather of constants
+        hot = mx.put_along_axis(mx.zeros((3, 5)), idx[:, None], mx.array(2.0) * 0.25, axis=1)
+        return x @ m.T, x[:3] * rows + hot * (mx.array(3.0) / 7)
+
+    x = mx.array(rng.standard_normal((4, 5)).astype(np.float32))
+    t = _folded(fun, x)
+    ph = {id(p) for p in t.inputs}
+    for a in t.nodes:  # every node left reads the input, directly or not
+        assert any(id(y) in ph or y._prim is not None for y in a._inputs), a._prim.name
+    assert "Arange" not in _names(t) and "Gather" not in _names(t)
+    want = fun(x)
+    for compiled in [mx.compile(fun)]:
+        got = compiled(x)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    with config.override(compile_mode="no_simplify"):
+        ref = mx.compile(fun)(x)
+    for g, w in zip(ref, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_what_constants_do_not_fold():
+    """A libm function (a kernel's exp may round otherwise than NumPy's), a broadcast scalar
+    (fusion reads it as one), an output past FOLD_MAX_BYTES and a multi-output node stay."""
+    c = mx.array(np.float32(0.5))
+    x = mx.array(np.ones(3, np.float32))
+    assert "Exp" in _names(_folded(lambda x: x * mx.exp(c), x))
+    t = _folded(lambda x: x + mx.broadcast_to(c * 2, (3,)), x)
+    assert _names(t) == ["Broadcast", "Add"] and t.nodes[0]._inputs[0]._prim is None
+    n = S.FOLD_MAX_BYTES // 4 + 1
+    assert "Arange" in _names(_folded(lambda x: x + mx.arange(n).sum(), x))
+    assert "DivMod" in _names(_folded(lambda x: x + mx.divmod(mx.array(7), 3)[0], x))
 
 
 def test_cse_multi_output_nodes():
@@ -493,7 +559,8 @@ def test_dce():
 def test_passes_are_one_list_of_named_tape_functions():
     assert [p.name for p in pipeline.PASSES] == [
         "merge_scalar_constants", "remove_noops", "square_powers", "cse", "transposed_products",
-        "dce", "decompose", "fuse_rows", "online_softmax", "chan_variance", "fuse"]
+        "fold_constants", "dce", "decompose", "fuse_rows", "online_softmax", "chan_variance",
+        "fuse"]
     t = _tape_of(lambda x: x + 1, mx.array(1.0))
     for p in pipeline.PASSES:
         t = p.run(t)

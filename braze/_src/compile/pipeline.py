@@ -1,7 +1,7 @@
 """The compile pipeline: one list of named passes, each a function Tape -> Tape.
 
-    simplify   merge_scalar_constants, remove_noops, square_powers, cse, transposed_products,
-               dce
+    simplify   merge_scalar_constants, remove_noops, square_powers, cse,
+               transposed_products, fold_constants, dce
     rows       decompose (Softmax/LogSumExp into primitives), fuse_rows (reductions with
                their elementwise neighbours), online_softmax and chan_variance (row-kernel
                algorithms marked on the regions' IR)
@@ -42,6 +42,7 @@ PASSES = (
     Pass("square_powers", S.square_powers, "simplify"),
     Pass("cse", S.cse, "simplify"),
     Pass("transposed_products", S.transposed_products, "simplify"),
+    Pass("fold_constants", S.fold_constants, "simplify"),
     Pass("dce", S.dce, "simplify"),
     Pass("decompose", FR.expand_composites, "rows"),
     Pass("fuse_rows", FR.fuse_rows, "rows"),

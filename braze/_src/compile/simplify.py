@@ -13,15 +13,23 @@
 5. `transposed_products`: a matrix product that is only read transposed, `(a @ b)^T`, becomes
    `b^T @ a^T`: the same products, written row-major. A Linear's weight gradient is one; its
    optimizer update then reads gradient and parameter in one order, a flat loop instead of a
-   strided one (and no strided reads of a large gradient).
-6. `dce`: nodes no output depends on are dropped.
+   strided one (and no strided reads of a large gradient). A transpose of a transpose is read
+   as the array it transposes twice.
+6. `fold_constants`: a node computed from constants alone (a foldable primitive, a small
+   output) is computed once, at trace time, and becomes a constant: a gradient's scaling by
+   the constant seed, an index built with `arange`, a transposed constant matrix. A broadcast
+   of one element is left to fusion, which reads it as a scalar.
+7. `dce`: nodes no output depends on are dropped.
 
 Passes own the tape's nodes (Tape.copy was taken after tracing), so they rewrite inputs in
 place, through tape.py's edits.
 """
 from __future__ import annotations
 
-from ..array import node
+import numpy as np
+
+from ..array import array, node
+from ..np_errors import ignoring
 from ..prims.shape import Transpose
 from ..prims.unary import SQUARE
 from .tape import Tape, consumers, rewire, set_inputs
@@ -89,17 +97,85 @@ def square_powers(tape: Tape) -> Tape:
     return tape
 
 
+#: the largest output (bytes) `fold_constants` keeps as a constant: the tape holds it for good
+FOLD_MAX_BYTES = 1 << 16
+
+
+def fold_constants(tape: Tape) -> Tape:
+    """Nodes whose inputs are constants (or nodes folded already) and whose primitive is
+    `foldable` are evaluated now with their NumPy kernels, the values the run would compute;
+    those read by the rest of the tape (or outputs) become constants, the others are left to
+    dce. Multi-output nodes and outputs over `FOLD_MAX_BYTES` stay nodes."""
+    ph = {id(p) for p in tape.inputs}
+    vals = {}  # id(node) -> its value, for the folded nodes
+    for a in tape.nodes:
+        prim = a._prim
+        if a._siblings is not None or not prim.foldable:
+            continue
+        if a._dtype.np_dtype.itemsize * a.size > FOLD_MAX_BYTES:
+            continue
+        ins = [vals.get(id(x), x._data if x._prim is None and id(x) not in ph else None)
+               for x in a._inputs]
+        if any(v is None for v in ins):
+            continue
+        try:
+            with ignoring():
+                out = prim.eval_cpu(*ins)[0]
+        except Exception:  # the run raises it, with its error message
+            continue
+        if isinstance(out, np.generic):  # NumPy's 0-d results are scalars
+            out = np.asarray(out)
+        if type(out) is np.ndarray and out.shape == a._shape and out.dtype == a._dtype.np_dtype:
+            vals[id(a)] = out
+    if not vals:
+        return tape
+    subst = {}
+    for a in tape.nodes:
+        if id(a) not in vals:
+            for x in a._inputs:
+                _fold_read(x, vals, subst)
+    outs = list(tape.outputs)
+    for o in outs:
+        _fold_read(o, vals, subst)
+    rewire(tape, subst)
+    kept = []
+    for a in tape.nodes:
+        if id(a) in subst:
+            set_inputs(a, ())  # a folded node no longer holds its inputs (consumer counts)
+        else:
+            kept.append(a)
+    tape.nodes = kept
+    return tape
+
+
+def _fold_read(x, vals, subst) -> None:
+    """Make the folded node `x`, read outside the folded part, a constant in `subst`; a
+    broadcast of one element stays (fusion reads it as a scalar) and its input is made one."""
+    if id(x) not in vals or id(x) in subst:
+        return
+    if x._prim.kernel_op == "broadcast" and x._inputs[0].size == 1:
+        _fold_read(x._inputs[0], vals, subst)
+        return
+    subst[id(x)] = array._from_data(vals[id(x)])
+
+
 def transposed_products(tape: Tape) -> Tape:
     """`Transpose(a @ b)` over the last two axes, where the product is read by that transpose
     alone and is not an output, becomes `b^T @ a^T`; an operand that is itself a matrix
-    transpose is read untransposed. The orphaned product is left to dce."""
+    transpose is read untransposed, and so is a matrix transpose of one (not an output).
+    The orphaned nodes are left to dce."""
     outs = {id(o) for o in tape.outputs}
     readers = None
     nodes = []
+    twice = {}  # a matrix transpose of a matrix transpose (the vjp of `x @ w.T`): w itself
     for a in tape.nodes:
         prim = a._prim
         if prim.swaps_matrix_axes and a._siblings is None:
             m = a._inputs[0]
+            if (m._prim is not None and m._prim.swaps_matrix_axes and id(a) not in outs
+                    and m._inputs[0]._dtype is a._dtype):
+                twice[id(a)] = (a, m._inputs[0])
+                continue
             if m._prim is not None and m._prim.matrix_product and id(m) not in outs:
                 if readers is None:
                     readers = consumers(tape.nodes, slots=False)
@@ -111,6 +187,10 @@ def transposed_products(tape: Tape) -> Tape:
                     a._prim = m._prim
         nodes.append(a)
     tape.nodes = nodes
+    if twice:
+        rewire(tape, {k: x for k, (_, x) in twice.items()})
+        for a, _ in twice.values():
+            set_inputs(a, ())  # dropped: it no longer holds its input (consumer counts)
     return tape
 
 

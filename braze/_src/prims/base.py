@@ -147,6 +147,15 @@ class Primitive:
     #: without calling `eval_cpu` (which recomputes the shape; a decode step has ~40 such)
     pure_reshape = False
 
+    @property
+    def foldable(self) -> bool:
+        """Whether a compiled function may compute this node once, at trace time, when its
+        inputs are constants (the pass `fold_constants`): a deterministic primitive whose
+        NumPy kernel gives what the run would. Elementwise ones that round exactly (no libm
+        call: a kernel's exp may differ from NumPy's in the last bit); view, indexing and
+        creation primitives say so themselves."""
+        return self.kernel_op is not None and not self.costly
+
     def __init__(self, *args, **kwargs):
         # the __init__ of a class without fields, and of a lazy_dataclass not made yet
         cls = type(self)

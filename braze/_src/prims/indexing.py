@@ -110,6 +110,8 @@ def _index_vjp_error(op: str) -> ValueError:
 class Gather(Primitive):
     """out[i..., s...] = x[idx_0[i...] + s_a0, ..., s_other]: shape idx_shape + slice_sizes."""
 
+    foldable = True
+
     axes: tuple
     slice_sizes: tuple
 
@@ -179,6 +181,8 @@ class Gather(Primitive):
 @lazy_dataclass
 class GatherAxis(Primitive):
     """take_along_axis: out[..., i, ...] = x[..., idx[..., i, ...], ...] (shapes pre-broadcast)."""
+
+    foldable = True
 
     axis: int
 

@@ -113,6 +113,7 @@ class _ReshapeRules:
     the same way as the primal."""
 
     pure_reshape = True
+    foldable = True
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return [reshape_like(cotangents[0], primals[0])]
@@ -441,6 +442,7 @@ class BroadcastAxes(Primitive):
 @lazy_dataclass
 class Transpose(Primitive):
     axes: tuple
+    foldable = True
 
     @property
     def swaps_matrix_axes(self) -> bool:
@@ -486,6 +488,7 @@ def slice_shape(start, stop, strides):
 class Slice(Primitive):
     """x[start:stop:strides] per axis with normalized (slice.indices) bounds."""
     reinfers_shape = False  # bounds fixed at trace time
+    foldable = True
 
     start: tuple
     stop: tuple
@@ -553,6 +556,7 @@ class InPlaceUpdate:
     else can see it, in its own buffer (the scheduler's `eval_update`; MLX donates it too)."""
 
     node_eval = True
+    foldable = True  # its `eval_cpu` writes into a copy
 
     def eval_cpu(self, x, *rest):
         out = np.array(x, copy=True)
@@ -770,6 +774,7 @@ class DynamicSliceUpdate(InPlaceUpdate, Primitive):
 @lazy_dataclass
 class Concatenate(Primitive):
     axis: int
+    foldable = True
 
     def abstract_eval(self, *xs):
         shape = list(xs[0].shape)
