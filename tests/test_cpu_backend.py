@@ -361,6 +361,50 @@ def test_a_kept_flat_layout_is_checked_on_every_call(cpu):
             assert kept in [f"{k.order} {k.scalars}" for k in lays if k is not None]
 
 
+def test_a_kept_flat_layout_donates_as_the_general_path(cpu):
+    """A call with a kept FLAT layout (the lean path) picks the donors the general path picks
+    (inputs in order, one output cursor, dtypes matching: the int region's float input is
+    passed over) and computes the same values; a read-only input is never written."""
+    from braze._src.backends.cpu import launch
+
+    def fun(g, k, m, s):
+        return m * s + g, m - (m * s + g) * g, (g > 0).astype(mx.int32) + k
+
+    rng = np.random.default_rng(3)
+    n0 = len(cpu._entries)
+    args = [rng.standard_normal((4, 5)).astype(np.float32),
+            rng.integers(-9, 9, (4, 5)).astype(np.int32),
+            rng.standard_normal((4, 5)).astype(np.float32), np.float32(2.0)]
+    mx.eval(mx.compile(fun)(*map(mx.array, args)))
+    entries = list(cpu._entries.values())[n0:]
+    assert sorted(len(e.ir.output_dtypes) for e in entries) == [1, 2]
+    for e in entries:
+        def call(donatable, kept, writeable=True):
+            ins = []
+            for x in e.ir.inputs:  # fresh values of each input's dtype (constants: scalars)
+                v = rng.standard_normal((4, 5)) * 9 if not x.const else np.ones((1, 1))
+                ins.append(np.asarray(v, x.dtype.np_dtype))
+                ins[-1].flags.writeable = writeable
+            if kept:
+                outs = launch.FLAT.run_kept(e, ins, [ins[k] for k in e.run], (4, 5), donatable,
+                                            e.layouts[(4, 5)])
+            else:  # the general path: forget the kept layout for this call
+                e.layouts.pop((4, 5))
+                outs = launch.run(cpu, e.ir, e, ins, (4, 5), donatable)
+            return [next((k for k, x in enumerate(ins) if x is o), None) for o in outs]
+
+        n = e.ir.n_inputs
+        for flags in [None, [True] * n, [False] + [True] * (n - 1), [True] + [False] * (n - 1)]:
+            want = call(flags, kept=False)  # builds the kernel of its donors
+            assert call(flags, kept=True) == want, (e.ir.name, flags)
+        call([True] * n, kept=False, writeable=False)
+        assert call([True] * n, kept=True, writeable=False) == [None] * len(e.out_np)
+    f = mx.compile(fun)
+    for _ in range(3):  # kept layouts from here on: the values stay the uncompiled ones
+        for g, w in zip(f(*map(mx.array, args)), fun(*map(mx.array, args))):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
 def test_one_strided_kernel_serves_every_shape_of_a_rank(cpu):
     f = mx.compile(lambda x, y: x - y * 2.0, shapeless=True)
     n0 = len(cpu._entries)

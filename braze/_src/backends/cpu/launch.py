@@ -29,7 +29,7 @@ import numpy as np
 
 from ... import config
 from ... import memory as M
-from ...threads import POOL, num_threads
+from ...threads import MIN_ITEMS, POOL, num_threads
 from .render import CpuVariant
 from .render_rows import CHUNK, STASH_MAX, RowVariant, donor_outputs, split_plan
 
@@ -48,6 +48,10 @@ def run(backend, ir, e, inputs, shape, donatable) -> list:
             return outs
     else:
         xs = [inputs[k] for k in e.run]
+        if lay is not None and not e.any_half:  # a kept FLAT layout: the lean path first
+            outs = FLAT.run_kept(e, inputs, xs, shape, donatable, lay)
+            if outs is not None:
+                return outs
         if lay is not None and FLAT.holds(lay, xs, shape):
             kind = FLAT
         else:
@@ -137,7 +141,7 @@ class _Flat:
     element)."""
 
     class Layout:
-        __slots__ = ("scalars", "order", "items", "unit", "small")
+        __slots__ = ("scalars", "order", "items", "unit", "small", "dense_slots")
 
     def layout(self, e, xs, shape):
         """The layout, or None when the inputs need the strided kind. A non-empty one is
@@ -166,8 +170,52 @@ class _Flat:
             lay.order = "F"
         # every output below the buffer cache's block size: `prepare` may call np.empty
         lay.small = lay.items * max([d.itemsize for d in e.out_np]) < M.LARGE
+        lay.dense_slots = tuple(k for k, s in zip(e.run, lay.scalars) if s == "V")
         _keep(e, shape, lay)
         return lay
+
+    def run_kept(self, e, inputs, xs, shape, donatable, lay):
+        """The outputs of a launch with the kept layout `lay` (more than one element, no half
+        precision) whose kernel is built, in one pass over the inputs; None where `lay` does
+        not hold or the kernel is not built yet (the general path then runs). The same
+        checks, donors (`Backend.assign_donors`' order, among the dense inputs: the only ones
+        of the output's shape) and kernel as `holds`, `prepare` and `run`."""
+        c = lay.order == "C"
+        bufs = []
+        for k, x, s in zip(e.run, xs, lay.scalars):
+            if s == "S":
+                if x.size != 1:
+                    return None
+                bufs.append(x if x.ndim == 1 else _one_d(e, k, x))
+            elif x.shape != shape or not (x.flags.c_contiguous if c else x.flags.f_contiguous):
+                return None
+            else:
+                bufs.append(x.reshape(-1) if c else x.reshape(-1, order="F"))
+        out_np = e.out_np
+        outs, alias = [], ()
+        if donatable:
+            for k in lay.dense_slots:
+                x = inputs[k]
+                if donatable[k] and x.base is None and x.flags.writeable:
+                    npd = out_np[len(outs)]
+                    if x.dtype is npd or x.dtype == npd:
+                        alias += ((len(outs), k),)
+                        outs.append(x)
+                        if len(outs) == len(out_np):
+                            break
+        fn = e.fns.get(("contiguous", lay.scalars, alias))  # `key`, inlined
+        if fn is None:
+            return None
+        new = np.empty if lay.small else M.empty
+        for npd in out_np[len(outs):]:
+            outs.append(new(shape, npd, lay.order))
+        n = lay.items
+        args = bufs + [o.reshape(-1) if c else o.reshape(-1, order="F") for o in outs]
+        if n < MIN_ITEMS:  # `POOL.run`'s own first test, without its call
+            fn(0, n, *args)
+        else:
+            POOL.run(fn, n, args, 1)
+        return outs
 
     def holds(self, lay, xs, shape) -> bool:
         """Whether the kept layout `lay` of `shape` (more than one element) is these
