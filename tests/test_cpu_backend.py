@@ -405,6 +405,52 @@ def test_a_kept_flat_layout_donates_as_the_general_path(cpu):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
+def test_a_strided_layout_seen_before_skips_the_flat_attempt(cpu, monkeypatch):
+    """A per-channel scale (a vision model's, every call) finds its kept strided layout first;
+    dense inputs of the same shape still run FLAT; values are NumPy's."""
+    from braze._src.backends.cpu import launch
+
+    tried = []
+    flat_layout = launch.FLAT.layout
+    monkeypatch.setattr(launch.FLAT, "layout", lambda *a: tried.append(1) or flat_layout(*a))
+    f = mx.compile(lambda x, s: x * s + 1.0)
+    x = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    s = np.array([0.5, -1.0, 2.0, 3.0], np.float32)
+    for k in range(3):
+        np.testing.assert_array_equal(np.asarray(f(mx.array(x), mx.array(s))), x * s + 1)
+    assert len(tried) == 1
+    dense = np.broadcast_to(s, x.shape).copy()
+    np.testing.assert_array_equal(np.asarray(f(mx.array(x), mx.array(dense))), x * s + 1)
+    assert any("C VV" == f"{lay.order} {lay.scalars}" for e in cpu._entries.values()
+               for key, lay in e.layouts.items() if key == (2, 3, 4))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape", [(4, 16, 16, 4), (5, 7, 3), (13, 3), (2, 3, 200)])
+def test_short_strided_rows_merge_with_their_row_vectors_repeated(cpu, shape, dtype):
+    """An NHWC tensor times per-channel vectors (one with an offset into a larger buffer)
+    plus a scalar: rows shorter than SHORT_ROW are merged (the vectors repeated per call),
+    long rows are not; the values are NumPy's, the inputs unchanged, every call."""
+    from braze._src.backends.cpu import launch
+
+    rng = np.random.default_rng(7)
+    c = shape[-1]
+    x = rng.standard_normal(shape).astype(dtype)
+    big = rng.standard_normal(c + 5).astype(dtype)
+    v = rng.standard_normal(c).astype(dtype)
+    f = mx.compile(lambda x, a, b, s: (x * a - b) * s)
+    for _ in range(3):
+        before = (x.copy(), big.copy())
+        got = f(mx.array(x), mx.array(big)[2:2 + c], mx.array(v), mx.array(dtype(1.5)))
+        want = (x * big[2:2 + c] - v) * dtype(1.5)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        np.testing.assert_array_equal(x, before[0])
+        np.testing.assert_array_equal(big, before[1])
+    lays = [lay for e in cpu._entries.values() for key, lay in e.layouts.items()
+            if isinstance(lay, launch._Strided.Layout) and key[0] == shape]
+    assert lays and all(bool(lay.tiled) == (c < launch.SHORT_ROW) for lay in lays)
+
+
 def test_one_strided_kernel_serves_every_shape_of_a_rank(cpu):
     f = mx.compile(lambda x, y: x - y * 2.0, shapeless=True)
     n0 = len(cpu._entries)

@@ -16,7 +16,9 @@ says how a kernel variant lays out its buffers and how its work is split:
   with NumPy, the per-row ops after them on the numpy backend.
 
 Per call: the kind is chosen (`_kind`) and lays out the inputs (`layout`; a single-element
-or FLAT layout is kept per shape and only checked on the next call, `_Flat.holds`); `prepare`
+or FLAT layout is kept per shape and only checked on the next call, a FLAT one by
+`_Flat.run_kept`, which launches in the same pass; strided and row layouts are kept per input
+shapes and strides, and a strided one seen before is found without trying FLAT); `prepare`
 allocates or donates the outputs (`_outputs`: a donor must have the layout the kernel writes)
 and lists the kernel's arguments; the kernel for (region, the kind's render variant, donation
 pattern) comes from the backend, `threads.POOL.run` runs it, split across threads when its
@@ -79,8 +81,12 @@ def _kind(e, xs, shape):
     backend runs the region: empty rows (a max of nothing raises, as eager) or a shapeless
     call whose per-row inputs are no longer per row."""
     if not e.ir.reduce_ndim:
+        key = (shape, tuple([(x.shape, x.strides) for x in xs]))
+        lay = e.layouts.get(key)  # these shapes and strides took the strided kind before
+        if lay is not None:
+            return STRIDED, lay
         lay = FLAT.layout(e, xs, shape)
-        return (FLAT, lay) if lay is not None else (STRIDED, STRIDED.layout(e, xs, shape))
+        return (FLAT, lay) if lay is not None else (STRIDED, STRIDED.layout(e, xs, shape, key))
     lay = ROWS.layout(e, xs, shape)
     if lay is None or any(lay.letters[p] in "VG" for p in e.row_read):
         return None, None
@@ -289,19 +295,19 @@ class _Strided(_Flat):
     are 1-D spans of their memory with element strides (0 where broadcast) and offsets."""
 
     class Layout:
-        __slots__ = ("scalars", "shape", "strides", "offsets", "odd", "items", "unit")
+        __slots__ = ("scalars", "shape", "strides", "offsets", "odd", "items", "unit", "tiled")
 
-    def layout(self, e, xs, shape):
-        """The geometry of these inputs over `shape`, kept per (shape, input shapes and
-        strides) as a row layout is: a compiled step whose gradients come in F order (a
-        Linear's weight) meets the same strided update every call."""
-        key = (shape, tuple([(x.shape, x.strides) for x in xs]))
+    def layout(self, e, xs, shape, key):
+        """The geometry of these inputs over `shape`, kept under `key` (shape, input shapes
+        and strides) as a row layout is: a vision model's per-channel scale or bias meets the
+        same strided kernel every call (`_kind` looks it up before trying FLAT)."""
         lay = e.layouts.get(key)
         if lay is None:
             lay = _elementwise_layout(self.Layout, shape)
             lay.scalars = "".join(["S" if x.size == 1 else "V" for x in xs])
             lay.shape, lay.strides, lay.offsets, lay.odd = _strided_layout(
                 xs, lay.scalars, shape)
+            lay.tiled = _merge_short_rows(lay)
             _keep(e, key, lay)
         return lay
 
@@ -311,6 +317,8 @@ class _Strided(_Flat):
         bufs = [x.reshape(-1) if s == "S" else _span(x)[0] for x, s in zip(xs, lay.scalars)]
         for p in lay.odd:  # pragma: no cover - a view whose strides are not whole elements
             bufs[p] = np.ascontiguousarray(xs[p]).reshape(-1)
+        for p, off, n, k in lay.tiled:  # a row vector, repeated over a merged row
+            bufs[p] = np.broadcast_to(bufs[p][off:off + n], (k, n)).reshape(-1)
         if e.any_half_in:
             bufs = [b.view(_U16) if h else b for b, h in zip(bufs, e.half_in)]
         return outs, [lay.shape, lay.strides, lay.offsets] + bufs + flat, alias
@@ -562,6 +570,40 @@ def _strided_layout(xs, scal, out_shape):
     shape_a = np.array(cs, dtype=np.int64)
     st_a = np.array(cst, dtype=np.int64).reshape(len(sts), len(cs))
     return shape_a, st_a, np.array(offs, dtype=np.int64), tuple(odd)
+
+
+#: a strided launch whose rows are shorter than this merges rows (`_merge_short_rows`)
+SHORT_ROW = 128
+#: the longest merged row: a row vector is repeated this many elements, per call
+MERGED_ROW = 512
+
+
+def _merge_short_rows(lay) -> tuple:
+    """Rows of a rank-2 strided layout that are short (an NHWC tensor times a per-channel
+    vector of a few channels: the kernel's per-row work outweighs its elements) become k rows
+    at a time, when every input is either dense rows or one row vector broadcast over them:
+    the vector's buffer is then repeated k times per call (`prepare`). Rewrites `lay` in
+    place; returns the (input position, offset, row length, k) of each repeated vector."""
+    if len(lay.shape) != 2:
+        return ()
+    nrow, ncol = (int(v) for v in lay.shape)
+    if ncol >= SHORT_ROW or nrow < 2:
+        return ()
+    rows = [tuple(int(v) for v in st) for st in lay.strides]
+    if not all(st in ((ncol, 1), (0, 1)) for st in rows) or (0, 1) not in rows:
+        return ()
+    k = max([d for d in range(2, MERGED_ROW // ncol + 1) if nrow % d == 0], default=1)
+    if k == 1:
+        return ()
+    vec = [p for p, s in enumerate(lay.scalars) if s == "V"]
+    tiled = tuple((vec[i], int(lay.offsets[i]), ncol, k)
+                  for i, st in enumerate(rows) if st == (0, 1))
+    lay.shape = np.array([nrow // k, k * ncol], dtype=np.int64)
+    lay.strides = np.array([(k * ncol, 1) if st == (ncol, 1) else (0, 1) for st in rows],
+                           dtype=np.int64).reshape(len(rows), 2)
+    lay.offsets = np.array([0 if st == (0, 1) else int(lay.offsets[i])
+                            for i, st in enumerate(rows)], dtype=np.int64)
+    return tiled
 
 
 def _collapse(shape, strides):
