@@ -418,3 +418,30 @@ def test_linear_reads_its_weight_where_it_lies(bias):
     out = xs @ ws.T + (np.array(layer.bias, np.float64) if bias else 0.0)
     np.testing.assert_allclose(np.array(g["weight"]), np.einsum("bti,btj->ij", 2 * out, xs),
                                rtol=1e-4, atol=1e-4)
+
+
+def test_moving_unit_axes_is_a_reshape_of_the_reshape_below():
+    """Eager: a transpose that keeps the axes longer than 1 in order (a decode step's heads,
+    (1, 1, H, D) -> (1, H, 1, D)) is a reshape, and a reshape of an unevaluated reshape reads
+    its input: one node. Values are NumPy's; a reshape back to the input's shape is still an
+    array of its own; in a transform the graph is the ops' own."""
+    x = mx.array(np.arange(24, dtype=np.float32).reshape(1, 24))
+    y = x * 2  # unevaluated
+    q = y.reshape(1, 1, 4, 6).transpose(0, 2, 1, 3)
+    assert q._prim.name == "Reshape" and q._inputs[0] is y and q.shape == (1, 4, 1, 6)
+    want = (np.arange(24, dtype=np.float32).reshape(1, 1, 4, 6) * 2).transpose(0, 2, 1, 3)
+    np.testing.assert_array_equal(np.asarray(q), want)
+    o = (x * 3).reshape(1, 4, 1, 6).transpose(0, 2, 1, 3)
+    assert o._prim.name == "Reshape" and o.shape == (1, 1, 4, 6)
+    assert (x * 3).transpose(1, 0)._prim.name == "Reshape"  # (1, 24) -> (24, 1)
+    t = (x * 3).reshape(4, 6).transpose(1, 0)
+    assert t._prim.name == "Transpose"  # the order of long axes changes
+    np.testing.assert_array_equal(np.asarray(t), (np.arange(24) * 3).reshape(4, 6).T)
+    z = x * 4
+    back = z.reshape(4, 6).reshape(1, 24)
+    assert back is not z
+    back[0, 0] = -1.0
+    assert np.asarray(z)[0, 0] == 0.0 and np.asarray(back)[0, 0] == -1.0
+    g = mx.grad(lambda a: mx.sum(a.reshape(1, 1, 4, 6).transpose(0, 2, 1, 3) ** 2))(x)
+    np.testing.assert_array_equal(np.asarray(g), 2 * np.asarray(x))
+

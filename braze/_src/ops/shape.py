@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes as D
 from ..array import LIST_STACK, TraceState, array, view_of
 from ..memory import check_allocation
-from ..prims.base import bind
+from ..prims.base import bind, bind_avals
 from ..prims.core import Broadcast
 from ..prims.shape import (
     AsStrided,
@@ -95,8 +95,11 @@ def reshape(a: ArrayLike, /, shape: Sequence[int], *, stream: StreamOrDevice = N
     """Reshape `a` to `shape` (one entry may be -1)."""
     a = _arr(a, "reshape")
     shape = check_dims(_int_tuple(shape, "reshape", "a shape"), "reshape")
-    if _infer_shape(a.size, shape, "reshape") == a._shape:
+    out = _infer_shape(a.size, shape, "reshape")
+    if out == a._shape:
         return a
+    if a._data is None and not TraceState.depth:
+        return _new_reshape(a, out)
     return bind(Reshape(shape), (a,))  # the requested shape, -1 kept (MLX's Reshape)
 
 
@@ -230,7 +233,32 @@ def _permuted(a, perm):
         # and its evaluation (a Linear's `weight.T`, every call); updates of `a` see the
         # view's reference to the buffer and copy
         return view_of(a._data.transpose(perm), a._dtype)
+    if not TraceState.depth and _moves_unit_axes_only(a._shape, perm):
+        # the same memory order: a decode step's heads, (1, 1, H, D) -> (1, H, 1, D), are a
+        # reshape, which folds into the reshape that made them
+        return _new_reshape(a, tuple([a._shape[p] for p in perm]))
     return bind(Transpose(perm), (a,))
+
+
+def _moves_unit_axes_only(shape, perm) -> bool:
+    """Whether `perm` keeps the axes longer than 1 in their order."""
+    last = -1
+    for p in perm:
+        if shape[p] != 1:
+            if p < last:
+                return False
+            last = p
+    return True
+
+
+def _new_reshape(a, shape):
+    """A new node: `a` reshaped to `shape` (no -1); outside transforms a pure reshape of an
+    unevaluated `a` reshapes a's input instead (one view node, not two)."""
+    if (not TraceState.depth and a._data is None and a._prim is not None
+            and a._prim.pure_reshape and len(a._inputs) == 1 and not a._tracer
+            and a._inputs[0]._shape != shape):
+        a = a._inputs[0]
+    return bind_avals(Reshape(shape), (a,), [(shape, a._dtype)])
 
 
 def transpose(a: ArrayLike, /, axes: Optional[Sequence[int]] = None, *,
