@@ -445,3 +445,24 @@ def test_moving_unit_axes_is_a_reshape_of_the_reshape_below():
     g = mx.grad(lambda a: mx.sum(a.reshape(1, 1, 4, 6).transpose(0, 2, 1, 3) ** 2))(x)
     np.testing.assert_array_equal(np.asarray(g), 2 * np.asarray(x))
 
+
+
+def test_kept_slices_leave_equality_hash_and_pickling_alone():
+    """Slice and SliceUpdate keep their Python slices beside their fields once evaluated: the
+    primitive still equals, hashes and pickles as its fields say, and reads the same."""
+    import pickle
+
+    from braze._src.prims.shape import SliceUpdate
+    x = np.arange(12.0).reshape(3, 4)
+    a, b = Slice((2, 0), (-4, 4), (-1, 2)), Slice((2, 0), (-4, 4), (-1, 2))
+    np.testing.assert_array_equal(a.eval_cpu(x)[0], x[2::-1, 0:4:2])
+    assert a == b and hash(a) == hash(b)
+    c = pickle.loads(pickle.dumps(a))
+    assert c == a and hash(c) == hash(a)
+    np.testing.assert_array_equal(c.eval_cpu(x)[0], x[2::-1, 0:4:2])
+    u = SliceUpdate((0, 1), (2, 3), (1, 1))
+    for _ in range(2):
+        (y,) = u.eval_cpu(x, np.full((2, 2), -1.0))
+        want = x.copy()
+        want[0:2, 1:3] = -1.0
+        np.testing.assert_array_equal(y, want)

@@ -480,6 +480,15 @@ def _py_slices(start, stop, strides):
     return tuple(out)
 
 
+def _kept_slices(prim) -> tuple:
+    """The Python slices of a Slice or SliceUpdate, made once and kept beside its frozen
+    fields (a KV cache writes and reads a slice of its buffer every decode step)."""
+    sl = prim.__dict__.get("_slices")
+    if sl is None:
+        sl = prim.__dict__["_slices"] = _py_slices(prim.start, prim.stop, prim.strides)
+    return sl
+
+
 def slice_shape(start, stop, strides):
     return tuple(len(range(s, e, st)) for s, e, st in zip(start, stop, strides))
 
@@ -498,7 +507,7 @@ class Slice(Primitive):
         return [(slice_shape(self.start, self.stop, self.strides), x.dtype)]
 
     def eval_cpu(self, x):
-        return [x[_py_slices(self.start, self.stop, self.strides)]]
+        return [x[_kept_slices(self)]]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x = primals[0]
@@ -609,7 +618,7 @@ class SliceUpdate(InPlaceUpdate, Primitive):
         return [(x.shape, x.dtype)]
 
     def write(self, out, update):
-        out[_py_slices(self.start, self.stop, self.strides)] = update
+        out[_kept_slices(self)] = update
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x, update = primals
