@@ -173,3 +173,11 @@ def test_programs_table_targets_and_plot(tmp_path, capsys):
 def test_programs_unknown_program_is_an_error():
     with pytest.raises(SystemExit):
         _load("programs").main(["--programs", "nope"])
+
+
+# -- benchmarks/small_steps.py ----------------------------------------------------------------
+@pytest.mark.parametrize("program", ["gcn", "convbn"])
+def test_small_steps_worker_runs_each_program(program):
+    """A few compiled steps of each small program on braze, in this process."""
+    rec = _load("small_steps").worker("braze", program, 2)
+    assert (rec["program"], rec["lib"]) == (program, "braze") and rec["step_s"] > 0
