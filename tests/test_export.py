@@ -390,6 +390,8 @@ def test_every_registered_primitive_serializes_or_refuses(tmp_path):
     outs, traced = _extra_programs(tmp_path)
     _collect(outs, found)
     for name, prims in found.items():
+        if name == "Compiled":  # an eager normal draw's fused tail: refused below
+            continue
         for p in prims.values():
             back = E.decode_primitive(json.loads(json.dumps(E.encode_primitive(p))))
             assert type(back) is type(p) and back == p, name

@@ -681,3 +681,45 @@ def test_categorical_without_samples_is_empty():
     out = mx.random.categorical(mx.zeros((20,)), num_samples=0)
     assert out.shape == (0,) and out.dtype == mx.uint32
     assert mx.random.categorical(mx.zeros((3, 4)), shape=(0, 3)).shape == (0, 3)
+
+
+def _lazy_prims(a):
+    seen, stack, out = set(), [a], []
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or x._data is not None:
+            continue
+        seen.add(id(x))
+        out.append(x._prim.name)
+        stack.extend(x._inputs)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
+def test_eager_normal_is_one_fused_tail_with_the_uncompiled_bits(dtype):
+    """An eager normal draw runs its elementwise part (erfinv among it) as one compiled kernel;
+    the values are those of the same draw with compile disabled, loc and scale included.
+    uniform's defaults leave out `* 1 + 0`. Inside a transform the graph is the ops' own.
+    (Only once the native backend runs the Threefry: a script's first draws import no Numba.)"""
+    from braze._src.compile.compiled import backend
+    from braze._src.prims import random as rp
+    backend()  # the cpu backend installs its Threefry when it is built
+    k = K(5)
+    a = mx.random.normal((3, 7), dtype=dtype, key=k)
+    names = _lazy_prims(a)
+    if rp._THREEFRY[0] is not rp.threefry2x32:
+        assert sum(n.startswith("Compiled") for n in names) == 1 and "ErfInv" not in names
+    b = mx.random.normal((3, 7), dtype=dtype, loc=1.5, scale=0.5, key=k)
+    mx.disable_compile()
+    try:
+        want_a = mx.random.normal((3, 7), dtype=dtype, key=k)
+        want_b = mx.random.normal((3, 7), dtype=dtype, loc=1.5, scale=0.5, key=k)
+    finally:
+        mx.enable_compile()
+    for got, want in [(a, want_a), (b, want_b)]:
+        np.testing.assert_array_equal(_np(got.astype(mx.float32)), _np(want.astype(mx.float32)))
+    u = mx.random.uniform(shape=(4,), key=k)
+    assert "Multiply" not in _lazy_prims(u) and "Add" not in _lazy_prims(u)
+    np.testing.assert_array_equal(_np(u), _np(mx.random.uniform(0.0, 1.0, (4,), key=k)))
+    g = mx.grad(lambda s: mx.sum(mx.random.normal((3,), scale=s, key=k)))(mx.array(2.0))
+    np.testing.assert_allclose(_np(g), _np(mx.sum(mx.random.normal((3,), key=k))), rtol=1e-6)

@@ -25,8 +25,9 @@ import numpy as np
 
 from . import dtypes as D
 from . import ops as _ops
-from .array import array
+from .array import TraceState, array
 from .device import register_clear_hook, to_stream
+from .np_errors import ignoring
 from .ops import (
     add,
     argmax,
@@ -60,6 +61,7 @@ from .ops import (
 )
 from .ops._helpers import check_shape
 from .ops._typing import ArrayLike, Dtype, StreamOrDevice
+from .prims import random as _random_prims
 from .prims.base import bind
 from .prims.random import CovarianceSqrt, RandomBits
 
@@ -279,16 +281,79 @@ def split(key: array, num: int = 2, stream: StreamOrDevice = None) -> array:  # 
 
 
 # -- uniform and friends ------------------------------------------------------------------------
+_CONSTANTS: dict = {}  # (value, dtype name) -> a 0-d constant array (never handed out)
+#: `mx.compile`, registered by braze.core.random (compile sits above this layer): an eager
+#: normal draw's elementwise tail runs as one compiled kernel (`_eager`), as nn's activations do
+COMPILE: list = [None]
+_EAGER: dict = {}  # tail function -> its shapeless compiled version
+
+
+def _constant(value: float, dtype: D.Dtype) -> array:
+    """A 0-d array of `value`, made once: an eager draw used to make its constants per call."""
+    key = (value, dtype.name)
+    c = _CONSTANTS.get(key)
+    if c is None:
+        c = _CONSTANTS[key] = array(value, dtype)
+    return c
+
+
+def _eager(tail):
+    """`tail` compiled shapeless, once the compile layer has registered itself and the native
+    backend runs the draws' Threefry (else as it is): the ~8 elementwise nodes of an eager
+    normal draw, erfinv's NumPy passes among them (35 us for 16 values), become one fused
+    kernel."""
+    c = _EAGER.get(tail)
+    if c is None:
+        make = COMPILE[0]
+        if make is None or _random_prims._THREEFRY[0] is _random_prims.threefry2x32:
+            return tail  # no native backend yet: a script's first draws import no Numba
+        c = _EAGER[tail] = make(tail, shapeless=True)
+    return c
+
+
+def _uniform_tail(b, rng, lo, dtype: str, scaled: bool):
+    """MLX's uniform from its bits b: min(b / UINT32_MAX, below_one) * rng + lo, in the dtype
+    named `dtype` (a name: compile takes strings as arguments); without `scaled` (rng 1, lo 0:
+    uniform's and bernoulli's defaults) the last two ops are left out: u >= 0, so `u * 1 + 0`
+    is u, bit for bit."""
+    dtype = D.to_dtype(dtype)
+    u = divide(astype(b, D.float32), _constant(_U32_MAX, D.float32))
+    u = astype(minimum(u, _constant(_below_one(dtype), D.float32)), dtype)
+    return add(multiply(rng, u), lo) if scaled else u
+
+
+def _normal_tail(b, rng, lo, applied, dtype: str):
+    """`normal`'s samples from bits: sqrt(2) (times the scale) * erfinv(uniform in (-1, 1))."""
+    u = _uniform_tail(b, rng, lo, "float32", True)
+    return multiply(applied, astype(erfinv(u), D.to_dtype(dtype)))
+
+
+def _uniform_parts(lo: array, hi: array, shape: tuple, dtype: D.Dtype, k: array, op: str):
+    """(bits, high - low, low, whether the tail scales, whether it may run compiled) of
+    `_uniform`: bounds that are evaluated single elements outside transforms are computed
+    now, in NumPy as the graph would (and the tail may then run compiled)."""
+    if (lo._data is not None and hi._data is not None and lo.size == 1 == hi.size
+            and not TraceState.depth):
+        npd = dtype.np_dtype
+        lo_v, hi_v = lo._data.astype(npd), hi._data.astype(npd)
+        with ignoring():
+            rng_v = hi_v - lo_v
+        rng, lo = array(rng_v, dtype), array(lo_v, dtype)
+        scaled = not (rng_v.reshape(-1)[0] == 1 and lo_v.reshape(-1)[0] == 0
+                      and rng.ndim <= len(shape))
+        eager = True
+    else:
+        lo = astype(lo, dtype)
+        rng = subtract(astype(hi, dtype), lo)
+        scaled, eager = True, False
+    _fits(shape, (rng.shape,), op)
+    return bind(RandomBits(shape, 4), (k,)), rng, lo, scaled, eager
+
+
 def _uniform(lo: array, hi: array, shape: tuple, dtype: D.Dtype, k: array, op: str) -> array:
     """MLX's uniform: min(bits / UINT32_MAX, below_one) * (high - low) + low."""
-    lo = astype(lo, dtype)
-    hi = astype(hi, dtype)
-    rng = subtract(hi, lo)
-    _fits(shape, (rng.shape,), op)
-    b = bind(RandomBits(shape, 4), (k,))
-    u = divide(astype(b, D.float32), array(_U32_MAX, D.float32))
-    u = astype(minimum(u, array(_below_one(dtype), D.float32)), dtype)
-    return add(multiply(rng, u), lo)
+    b, rng, lo, scaled, _ = _uniform_parts(lo, hi, shape, dtype, k, op)
+    return _uniform_tail(b, rng, lo, dtype.name, scaled)  # 4 ops: cheaper than a compiled call
 
 
 def uniform(low: ArrayLike = 0, high: ArrayLike = 1, shape: Sequence[int] = (),
@@ -320,7 +385,7 @@ def normal(shape: Sequence[int] = (), dtype: Optional[Dtype] = D.float32,
     scale_a = None if scale is None else _to_array(scale, op, "scale")
     _prepare(key, stream, op)
     k = _resolve_key(key, op)
-    lo, hi = array(_F32_ABOVE_MINUS_ONE, D.float32), array(1.0, D.float32)
+    lo, hi = _constant(_F32_ABOVE_MINUS_ONE, D.float32), _constant(1.0, D.float32)
     if dtype == D.complex64:  # real and imaginary parts each of variance 1/2
         s = erfinv(_uniform(lo, hi, shape + (2,), D.float32, k, op))
         s = squeeze(view(s, D.complex64), -1)
@@ -329,11 +394,11 @@ def normal(shape: Sequence[int] = (), dtype: Optional[Dtype] = D.float32,
         if loc_a is not None:
             s = add(loc_a, s)
         return s
-    applied = array(math.sqrt(2.0), dtype)
+    applied = _constant(math.sqrt(2.0), dtype)
     if scale_a is not None:
         applied = multiply(applied, astype(scale_a, dtype))
-    s = _uniform(lo, hi, shape, D.float32, k, op)
-    s = multiply(applied, astype(erfinv(s), dtype))
+    b, rng, lo, _, eager = _uniform_parts(lo, hi, shape, D.float32, k, op)
+    s = (_eager(_normal_tail) if eager else _normal_tail)(b, rng, lo, applied, dtype.name)
     if loc_a is not None:
         s = add(astype(loc_a, dtype), s)
     return s

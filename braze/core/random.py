@@ -4,6 +4,8 @@
 global key without declaring `mx.random.state` still advances the key, like the uncompiled
 function would (braze differs from MLX here on purpose; see docs/compile.md).
 """
+import braze._src.random as _random
+from braze._src.compile.api import compile as _compile
 from braze._src.compile.api import register_implicit_state as _register
 from braze._src.random import (  # noqa: F401
     bernoulli,
@@ -24,3 +26,5 @@ from braze._src.random import (  # noqa: F401
 )
 
 _register(state)
+_random.COMPILE[0] = _compile  # eager draws compile their elementwise tails (the layers below
+# compile cannot import it)
