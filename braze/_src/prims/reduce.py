@@ -98,9 +98,10 @@ def pairwise_sum(x: np.ndarray, axes: tuple, dtype=None) -> np.ndarray:
         n *= x.shape[a]
     is_trailing = axes == tuple(range(x.ndim - len(axes), x.ndim))
     if x.dtype.kind in "fc" and len(axes) and n > 128 and not is_trailing and x.size:
-        r = np.sum(_trailing(x, axes), axis=-1, dtype=dtype)
+        r = np.add.reduce(_trailing(x, axes), axis=-1, dtype=dtype)
         return r.reshape(keep_shape(x.shape, axes))
-    return np.sum(x, axis=axes, dtype=dtype, keepdims=True)
+    # np.sum's wrapper adds ~0.9 us to the same add.reduce (a bias gradient, every step)
+    return np.add.reduce(x, axis=axes, dtype=dtype, keepdims=True)
 
 
 @lazy_dataclass
