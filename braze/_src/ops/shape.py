@@ -252,11 +252,10 @@ def _moves_unit_axes_only(shape, perm) -> bool:
 
 
 def _new_reshape(a, shape):
-    """A new node: `a` reshaped to `shape` (no -1); outside transforms a pure reshape of an
-    unevaluated `a` reshapes a's input instead (one view node, not two)."""
-    if (not TraceState.depth and a._data is None and a._prim is not None
-            and a._prim.pure_reshape and len(a._inputs) == 1 and not a._tracer
-            and a._inputs[0]._shape != shape):
+    """A new node: `a` reshaped to `shape` (no -1), for callers outside transforms; a pure
+    reshape of an unevaluated `a` reshapes a's input instead (one view node, not two)."""
+    if (a._data is None and a._prim is not None and a._prim.pure_reshape
+            and len(a._inputs) == 1 and a._inputs[0]._shape != shape):
         a = a._inputs[0]
     return bind_avals(Reshape(shape), (a,), [(shape, a._dtype)])
 
