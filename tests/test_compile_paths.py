@@ -319,3 +319,22 @@ def test_scalar_inputs_of_single_element_kernels_follow_each_call():
     same = mx.array(7.0)
     for _ in range(2):
         np.testing.assert_allclose(np.array(cf(p, same)[1]), [-13.0])
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_single_element_launches_keep_shape_dtype_and_values(shape, dtype):
+    # a single element takes the lean launch (float32) or the general one (half precision):
+    # both give each output its own shape, dtype and value, call after call
+    cf = mx.compile(lambda a, b: (a * b + 1.5, mx.exp(a) - b))
+    dt = getattr(mx, dtype)
+    for i in range(3):
+        a = mx.array(np.full(shape, 0.25 * i), dt)
+        b = mx.array(np.full(shape, 2.0 - i), dt)
+        u, v = cf(a, b)
+        assert u.shape == shape and v.shape == shape and u.dtype == dt and v.dtype == dt
+        an, bn = 0.25 * i, 2.0 - i
+        np.testing.assert_allclose(np.array(u, np.float64), np.full(shape, an * bn + 1.5),
+                                   rtol=2e-3)
+        np.testing.assert_allclose(np.array(v, np.float64), np.full(shape, np.exp(an) - bn),
+                                   rtol=2e-3, atol=2e-3)

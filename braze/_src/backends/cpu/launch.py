@@ -42,6 +42,10 @@ def run(backend, ir, e, inputs, shape, donatable) -> list:
     """Evaluate the region of entry `e` on `inputs` over `shape` (its full output shape)."""
     lay = e.layouts.get(shape)  # a kept single-element or FLAT layout (see `_Flat.layout`)
     if lay is not None and lay.items == 1:
+        if not donatable and not e.any_half:  # the tiny compiled call's path
+            outs = ONE.run_plain(e, inputs, shape)
+            if outs is not None:
+                return outs
         kind, xs = ONE, None
         outs, args, alias = ONE.prepare(backend, ir, e, inputs, xs, shape, donatable, lay)
         fn = e.fns.get(("contiguous", lay.scalars, alias))  # ONE.key, inlined
@@ -288,6 +292,26 @@ class _One(_Flat):
         if e.any_half:
             args = [a.view(_U16) if h else a for a, h in zip(args, e.half_in + e.half_out)]
         return outs, args, alias
+
+
+    def run_plain(self, e, inputs, shape):
+        """The outputs of a launch that donates nothing and has no half-precision buffer,
+        whose kernel is built; None where it is not (the general path then runs): `prepare`
+        and `run` without their donor and half-precision steps."""
+        fn = e.fns.get(("contiguous", e.scalars, ()))  # `key` of this layout, no alias
+        if fn is None:
+            return None
+        args = []
+        for k in e.run:
+            x = inputs[k]
+            args.append(x if x.ndim == 1 else _one_d(e, k, x))
+        outs = []
+        for npd in e.out_np:
+            o = np.empty(1, npd)
+            args.append(o)
+            outs.append(o if len(shape) == 1 else o.reshape(shape))
+        fn(0, 1, *args)
+        return outs
 
 
 class _Strided(_Flat):
