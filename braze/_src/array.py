@@ -331,8 +331,12 @@ def view_of(data, dtype) -> array:
 def node_group(avals, prim, inputs, tracer=False) -> tuple:
     """The outputs of a multi-output node, one per (shape, dtype) of `avals`, sharing one
     `_siblings` tuple in output order."""
-    outs = tuple([node(s, d, prim, inputs, tracer) for s, d in avals])
+    outs = tuple([node(s, d, prim, (), tracer) for s, d in avals])
+    k = len(outs)
+    for x in inputs:  # each output consumes every input: once per input, not per pair
+        x._nc += k
     for i, o in enumerate(outs):
+        o._inputs = inputs
         o._siblings = outs
         o._idx = i
     return outs

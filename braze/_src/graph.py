@@ -68,8 +68,9 @@ def to_dot(outputs, named_outputs=None) -> str:
     given in `named_outputs`), arrays without a primitive are `rank=source`, outputs nobody
     consumes are `rank=sink`, and each primitive is `{ <id> [label ="Name", shape=rectangle]; }`
     with an edge from each input (repeated inputs repeat the edge) and to each output."""
-    named_outputs = named_outputs or {}
-    roots = list(outputs) + list(named_outputs.values())
+    memo = {}
+    named_outputs = {k: _shown(a, memo) for k, a in (named_outputs or {}).items()}
+    roots = [_shown(a, memo) for a in outputs] + list(named_outputs.values())
     names = {}
     for n, a in named_outputs.items():  # named arrays take their slot in the sequence
         names.setdefault(id(a), n)
@@ -94,7 +95,7 @@ def to_dot(outputs, named_outputs=None) -> str:
             ins = node._inputs
             if i < len(ins):
                 stack[-1] = (node, i + 1)
-                c = ins[i]
+                c = _shown(ins[i], memo)
                 if id(c) not in seen:
                     _mark(c, seen)
                     stack.append((c, 0))
@@ -105,7 +106,7 @@ def to_dot(outputs, named_outputs=None) -> str:
     for a in order:
         for s in (a._siblings if a._siblings is not None else (a,)):
             for x in s._inputs:
-                consumed.add(id(x))
+                consumed.add(id(_shown(x, memo)))
     out_ids = {id(o) for o in roots}
     lines = ["digraph {"]
     for a in order:
@@ -115,13 +116,27 @@ def to_dot(outputs, named_outputs=None) -> str:
         pid = id(a._siblings) if a._siblings is not None else id(a)
         lines.append(f'{{ {pid} [label ="{a._prim.name}", shape=rectangle]; }}')
         for x in a._inputs:
-            lines.append(f"{name(x)} -> {pid}")
+            lines.append(f"{name(_shown(x, memo))} -> {pid}")
         for o in (a._siblings if a._siblings is not None else (a,)):
             sink = "rank=sink; " if id(o) in out_ids and id(o) not in consumed else ""
             lines.append(f"{{ {sink}{name(o)}; }}")
             lines.append(f"{pid} -> {name(o)}")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _shown(a, memo):
+    """The array a display shows for `a`: for an output of a node that runs several steps
+    as one (a compiled call's, whose primitive can `unfold`), that output in the graph of
+    its steps (built once per node in `memo`, which keeps it alive)."""
+    unfold = getattr(a._prim, "unfold", None)
+    if unfold is None:
+        return a
+    owner = a._siblings if a._siblings is not None else a
+    got = memo.get(id(owner))
+    if got is None:
+        got = memo[id(owner)] = (unfold(a._inputs), owner)
+    return got[0][a._idx]
 
 
 def _one_node(roots, r) -> bool:

@@ -124,17 +124,27 @@ def _run(a):
             a._prim = None
             a._inputs = ()
         return
+    shared = True  # the siblings' one inputs tuple (unless an update re-pointed one's)
+    for s in sibs:
+        if s._inputs is not ins:
+            shared = False
+            break
     for s, out in zip(sibs, outs):
         if type(out) is not np.ndarray or out.dtype is not s._dtype.np_dtype \
                 or out.shape != s._shape:
             out = _check_output(out, s)
         _set_data(s, out)
         if not keep:
-            for x in s._inputs:  # the node lets go of its inputs (a compiled step's outputs)
-                x._nc -= 1
+            if not shared:  # the node lets go of its inputs (a compiled step's outputs)
+                for x in s._inputs:
+                    x._nc -= 1
             s._prim = None
             s._inputs = ()
             s._siblings = None
+    if shared and not keep:
+        k = len(sibs)
+        for x in ins:
+            x._nc -= k
 
 
 #: buffers below this size are not worth the reference checks of a donation

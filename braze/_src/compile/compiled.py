@@ -113,8 +113,22 @@ def prefetch(tape) -> None:
         hint(regions)
 
 
+class Expanded:
+    """Mixin of a primitive that stands for a graph of other primitives (`expand(inputs)`):
+    transforms build that graph and transform it by its primitives' own rules."""
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return expanded_vjp(self.expand, primals, cotangents, argnums)
+
+    def jvp(self, primals, tangents, argnums):
+        return expanded_jvp(self.expand, primals, tangents, argnums)
+
+    def vmap(self, inputs, axes):
+        return expanded_vmap(self.expand, inputs, axes)
+
+
 @dataclass(frozen=True, repr=False)
-class Compiled(Primitive):
+class Compiled(Expanded, Primitive):
     """A fused elementwise region; its single field is the region's KernelIR."""
 
     ir: KernelIR
@@ -168,7 +182,11 @@ class Compiled(Primitive):
         # a single element is cheaper to allocate than to prove donatable (~10 us a call);
         # `count` rather than max(): this is the hot path of tiny compiled calls
         if ins and shape.count(1) != len(shape) and not (node._tracer and TraceState.depth):
-            donatable = self._donatable(node, ins)
+            free = free_inputs(node, ins, self.__dict__.get("_slots") or self._run_slots())
+            if free:
+                donatable = [False] * len(ins)
+                for k in free:
+                    donatable[k] = True
         xs = list(map(_data_of, ins))  # C-level: no comprehension frame
         _evaluating.origin = self.origin  # notice.evaluating, inlined (the tiny-call path)
         outs = backend().run_compiled(ir, xs, shape, donatable)
@@ -176,37 +194,13 @@ class Compiled(Primitive):
             _move_byte_counts(ins, xs, outs, donatable)
         return outs
 
-    def _donatable(self, node, ins):
-        sibs = node._siblings
-        if sibs is None:  # one holder tuple + the loop variable + getrefcount's argument
-            n_slots, expect = 1, 3
-        else:  # siblings share one inputs tuple, unless an update re-pointed one's
-            n_slots, expect = len(sibs), 3
-            for s in sibs:
-                if s._inputs is not ins:
-                    expect = len({id(s._inputs) for s in sibs}) + 2
-                    break
-        consts = self.__dict__.get("_consts") or self._const_mask()
-        flags = [False] * len(ins)
-        any_ok = False
-        for k in range(len(ins)):  # not enumerate: its cached tuple would hold a reference
-            x = ins[k]
-            if consts[k] or not x._shape or x._nc != n_slots or x._prim is not None:
-                continue
-            if _getrefcount(x) != expect:
-                continue
-            d = x._data
-            # the array's slot + the local + getrefcount's argument: no view, no other holder
-            if d is None or d.base is not None or _getrefcount(d) != 3:
-                continue
-            flags[k] = True
-            any_ok = True
-        return flags if any_ok else None
-
-    def _const_mask(self) -> tuple:
-        m = self.__dict__.get("_consts")
-        if m is None:  # cached beside the frozen fields (not part of equality or hash)
-            m = self.__dict__["_consts"] = self.ir.const_mask
+    def _run_slots(self) -> tuple:
+        """The inputs read at run time (not baked constants), cached beside the frozen fields
+        (not part of equality or hash)."""
+        m = self.__dict__.get("_slots")
+        if m is None:
+            mask = self.ir.const_mask
+            m = self.__dict__["_slots"] = tuple(k for k in range(len(mask)) if not mask[k])
         return m
 
     # -- transforms: the region's own primitives, transformed by their ordinary rules -------
@@ -220,14 +214,34 @@ class Compiled(Primitive):
         return [vals[r] if tuple(vals[r].shape) == tuple(s) else ops.broadcast_to(vals[r], s)
                 for r, s in zip(self.ir.outputs, shapes)]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return expanded_vjp(self.expand, primals, cotangents, argnums)
 
-    def jvp(self, primals, tangents, argnums):
-        return expanded_jvp(self.expand, primals, tangents, argnums)
-
-    def vmap(self, inputs, axes):
-        return expanded_vmap(self.expand, inputs, axes)
+def free_inputs(node, ins, slots) -> dict:
+    """The slots among `slots` of the inputs `ins` of `node` (an unevaluated node) whose
+    array and buffer nothing but the node references, as {slot: True}: a kernel may write
+    its output there (the node's siblings share one inputs tuple, unless an update
+    re-pointed one's)."""
+    sibs = node._siblings
+    if sibs is None:  # one holder tuple + the loop variable + getrefcount's argument
+        n_slots, expect = 1, 3
+    else:
+        n_slots, expect = len(sibs), 3
+        for s in sibs:
+            if s._inputs is not ins:
+                expect = len({id(s._inputs) for s in sibs}) + 2
+                break
+    free = {}
+    for k in slots:
+        x = ins[k]
+        if not x._shape or x._nc != n_slots or x._prim is not None:
+            continue
+        if _getrefcount(x) != expect:
+            continue
+        d = x._data
+        # the array's slot + the local + getrefcount's argument: no view, no other holder
+        if d is None or d.base is not None or _getrefcount(d) != 3:
+            continue
+        free[k] = True
+    return free
 
 
 def _move_byte_counts(ins, xs, outs, donatable):

@@ -16,6 +16,7 @@ import operator
 from ..array import TraceState, node, node_group
 from ..prims.base import bind, broadcast_shapes
 from ..prims.core import Copy
+from . import execute
 
 _COPY = Copy()
 
@@ -67,11 +68,13 @@ class ReplayPlan:
     None and its outputs' (shape, dtype)s in the dtype slot.
     """
 
-    __slots__ = ("consts", "steps", "outs", "const_outs", "input_outs", "seen")
+    __slots__ = ("consts", "steps", "outs", "const_outs", "input_outs", "seen", "call",
+                 "call_avals", "call_index", "call_reads")
 
-    def __init__(self, tape, sites=None, shapeless=False, n_fun_out=None):
+    def __init__(self, tape, sites=None, shapeless=False, n_fun_out=None, one_node=True):
         """`n_fun_out`: how many of the tape's outputs are the function's (the rest are
-        written-back state); None: all of them."""
+        written-back state); None: all of them. `one_node`: a call outside transforms may
+        return one PlanCall node's outputs (`execute.py`) instead of a node per step."""
         slot = {id(p): k for k, p in enumerate(tape.inputs)}
         nodes = tape.nodes
         node_ids = {id(a) for a in nodes}
@@ -84,6 +87,7 @@ class ReplayPlan:
         nxt = n + nc
         sites = sites or {}
         steps = []
+        program = []  # (primitive, input positions, output avals) per step: the executor's
         i, m = 0, len(nodes)
         while i < m:
             a = nodes[i]
@@ -96,12 +100,14 @@ class ReplayPlan:
             sibs = a._siblings
             if sibs is None:
                 steps.append((*head, a._shape, a._dtype, site))
+                program.append((prim, tuple(refs), ((a._shape, a._dtype),)))
                 slot[id(a)] = nxt
                 nxt += 1
                 i += 1
                 continue
             k = len(sibs)
             steps.append((*head, None, tuple((s._shape, s._dtype) for s in sibs), site))
+            program.append((prim, tuple(refs), steps[-1][6]))
             for g in nodes[i:i + k]:
                 slot[id(g)] = nxt + g._idx
             nxt += k
@@ -115,13 +121,52 @@ class ReplayPlan:
         self.consts = consts
         self.steps = steps
         self.seen = {}  # shapeless: the inputs' (shape, dtype)s -> every step's outputs' avals
+        self.call = None  # the PlanCall primitive a call outside transforms gets, if any
+        if one_node and not shapeless and len(program) >= execute.MIN_STEPS and all(
+                execute.supported(p) for p, _, _ in program):
+            self._make_call(tape, consts, program)
+
+    def _make_call(self, tape, consts, program):
+        """The PlanCall primitive of the plan (`execute.py`): its node's outputs are the
+        plan's outputs computed by a step, each once."""
+        n, nc = len(tape.inputs), len(tape.inputs) + len(consts)
+        made = [r for r in self.outs if r >= nc]
+        if not made:
+            return
+        # the node's inputs are the inputs and constants a step reads (graph walks see no
+        # other: an implicit random key a function never reads is not one of its inputs)
+        used = sorted({i for _, refs, _ in program for i in refs if i < nc})
+        pos = {i: k for k, i in enumerate(used)}
+        old, nxt = nc, len(used)  # a step's first output position: in the plan, in the node
+        steps = []
+        for prim, refs, avals in program:
+            steps.append((prim, tuple(pos[i] for i in refs), avals))
+            for j in range(len(avals)):
+                pos[old + j] = nxt + j
+            old += len(avals)
+            nxt += len(avals)
+        index = {}
+        for r in made:
+            index.setdefault(pos[r], len(index))
+        values = list(tape.inputs) + consts
+        ex = execute.Executor(sum(1 for i in used if i < n), len(used),
+                              [(values[i]._shape, values[i]._dtype) for i in used], steps,
+                              list(index))
+        origin = next((getattr(p, "origin", "") for p, _, _ in program
+                       if getattr(p, "origin", "")), "")
+        self.call = execute.PlanCall(ex, origin)
+        self.call_avals = tuple(ex.avals[r] for r in index)
+        self.call_index = {r: index[pos[r]] for r in made}
+        self.call_reads = tuple(used)
 
     def run(self, real: list, shapeless: str | None = None) -> list:
         """Fresh lazy outputs for the flat `real` inputs (in placeholder order). `shapeless`:
         the function's name, when shapes are re-inferred from the inputs."""
+        slow = shapeless is not None or TraceState.depth > 0
+        if self.call is not None and not slow:
+            return self._run_call(real)
         vals = real + self.consts
         append, extend = vals.append, vals.extend
-        slow = shapeless is not None or TraceState.depth > 0
         known = found = None
         if shapeless is not None:  # shapes follow from the inputs': inferred once per shapes
             key = tuple([(x._shape, x._dtype) for x in real])
@@ -152,7 +197,24 @@ class ReplayPlan:
             if len(self.seen) >= 16:
                 self.seen.clear()
             self.seen[key] = found
-        outs = [vals[r] for r in self.outs]
+        return self._finish(real, [vals[r] for r in self.outs])
+
+    def _run_call(self, real):
+        """The outputs of one PlanCall node on `real` (see `execute.py`)."""
+        vals = real + self.consts
+        ins = tuple(map(vals.__getitem__, self.call_reads))
+        avals = self.call_avals
+        if len(avals) == 1:
+            (shape, dtype), = avals
+            made = (node(shape, dtype, self.call, ins),)
+        else:
+            made = node_group(avals, self.call, ins)
+        index = self.call_index
+        nc = len(vals)
+        return self._finish(real, [made[index[r]] if r >= nc else vals[r] for r in self.outs])
+
+    def _finish(self, real, outs):
+        """`outs` with the function's outputs that are inputs or constants copied."""
         for j in self.const_outs:
             o = outs[j]
             if not any(o is r for r in real):
@@ -184,5 +246,5 @@ def _rebuilt(prim, ins, group, avals):
 
 def replay(tape, real_inputs, shapeless=False, sites=None, fun_name="fun"):
     """Fresh lazy outputs of `tape` applied to `real_inputs` (flat, in placeholder order)."""
-    plan = ReplayPlan(tape, sites, shapeless)
+    plan = ReplayPlan(tape, sites, shapeless, one_node=False)
     return plan.run(list(real_inputs), fun_name if shapeless else None)
