@@ -177,3 +177,60 @@ def test_an_unread_input_is_not_an_input_of_the_node():
     assert all(x.shape != (2,) for x in lazy._inputs)
     h = mx.compile(lambda x: x * lazy)
     np.testing.assert_array_equal(np.array(h(mx.ones(9))), np.full(9, 12.0))
+
+
+def test_the_steps_run_as_one_generated_function_that_debug_4_prints(capfd):
+    from braze._src import config
+
+    cf = mx.compile(_step)
+    args = [mx.array(a) for a in _inputs()]
+    with config.override(debug=4):
+        p1, s = cf(*args)
+        ex = p1._prim.executor
+        mx.eval(p1, s)
+    err = capfd.readouterr().err
+    src = ex.source
+    assert "[compile] executor function:" in err and src in err
+    n_steps = len(ex.steps)
+    # straight-line code: a marker line per step, no loop over them
+    assert sum(line.strip().startswith("s = ") for line in src.splitlines()) == n_steps + 1
+    assert "for " not in src and "while " not in src
+    want = _np_step(*_inputs())
+    np.testing.assert_allclose(np.array(s), want[1], rtol=1e-4)
+
+
+def test_memory_counts_return_after_a_step_raises(monkeypatch):
+    cf = mx.compile(_step)
+    args = [mx.array(a) for a in _inputs()]
+    mx.eval(cf(*args))
+    base = mx.get_active_memory()
+    real = L.Matmul.eval_cpu
+
+    def fails(self, *xs):
+        raise MemoryError
+
+    monkeypatch.setattr(L.Matmul, "eval_cpu", fails)
+    p1, s = cf(*args)
+    with pytest.raises(MemoryError):
+        mx.eval(s)
+    monkeypatch.setattr(L.Matmul, "eval_cpu", real)
+    mx.eval(p1, s)
+    np.testing.assert_allclose(np.array(s), _np_step(*_inputs())[1], rtol=1e-4)
+    del p1, s
+    assert mx.get_active_memory() == base
+
+
+def test_an_output_nothing_reads_is_given_back_at_its_step():
+    # a multi-output step (a split's two halves) whose second half nothing reads: the
+    # generated function deletes it right after the step
+    cf = mx.compile(lambda x: mx.sum(mx.split(x, 2)[0] * 2.0) + mx.sum(mx.exp(x)))
+    x = mx.array(np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32))
+    mx.eval(cf(x))
+    out = cf(x)
+    ex = out._prim.executor
+    sort = next(st for st in ex.steps if len(st[4]) == 2)
+    unread = sort[3] + 1  # the second half's position
+    want = np.sum(np.array(x)[:4] * 2.0) + np.sum(np.exp(np.array(x)))
+    np.testing.assert_allclose(float(out), want, rtol=1e-5)
+    step_lines = ex.source.split(f"s = {ex.steps.index(sort) + 1}")[0]
+    assert f"del v{unread}" in step_lines.split(f"s = {ex.steps.index(sort)}  ")[1]

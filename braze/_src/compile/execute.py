@@ -1,11 +1,14 @@
-"""The executor: a compiled call's whole plan as one lazy node, run on NumPy buffers in a loop.
+"""The executor: a compiled call's whole plan as one lazy node, run on NumPy buffers by one
+generated Python function.
 
 Outside any transform, a call of a compiled function with fixed shapes returns the outputs of
 one `PlanCall` node instead of a fresh node per step of its plan (`ReplayPlan.run`). When it
 is evaluated, `Executor.run_node` runs the steps in order on plain buffers: no array, no
 scheduler visit and no consumer count per step, which cost about 2 us a step (a small training
-step has ~90). Evaluating any output evaluates them all (a compiled call's outputs are used
-together; MLX evaluates the compiled graph's nodes instead).
+step has ~90). The steps are straight-line code written for the plan (`_source`), since a loop
+that unpacks and dispatches step tuples costs another ~1 us a step. Evaluating any output
+evaluates them all (a compiled call's outputs are used together; MLX evaluates the compiled
+graph's nodes instead).
 
 Buffers are given back as the scheduler gives them back: a value is dropped after its last
 step, and a kernel or an update writes into a buffer that nothing else can see (the scheduler's
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import memory
+from .. import config, memory
 from ..array import node, node_group, view_of
 from ..prims.base import Primitive, bind
 from ..prims.core import Copy
@@ -60,7 +63,7 @@ class Executor:
     region's shape for a fused region).
     """
 
-    __slots__ = ("n_in", "n_vals", "steps", "outs", "avals", "dtypes", "ext", "rebuild")
+    __slots__ = ("n_in", "n_vals", "steps", "outs", "avals", "dtypes", "ext", "rebuild", "fn")
 
     def __init__(self, n_real, n_in, in_avals, steps, outs):
         """`n_real` call inputs, then the plan's constants: `n_in` in all (the node's
@@ -107,6 +110,7 @@ class Executor:
             pos += len(out_avals)
         self.steps = built
         self.ext = tuple(sorted(ext))
+        self.fn = None  # the generated function (`_function`), made on the first run
 
     # -- evaluation ----------------------------------------------------------------------------
     def run_node(self, node_) -> list:
@@ -117,98 +121,171 @@ class Executor:
         return self.run(list(map(_data_of, ins)), ins, free, node_)
 
     def run(self, vals, ins=None, free=None, node_=None) -> list:
-        """The output buffers for the input buffers `vals` (a list it extends and consumes);
-        `ins`, `free`, `node_`: the node's inputs, which of them may be donated, the node."""
-        vals.extend([None] * (self.n_vals - len(vals)))
-        own = [0] * self.n_vals  # bytes this call counts for each intermediate
-        counters = memory.Counters
-        n_in = self.n_in
-        s = -1
-        xs = None
-        try:
-            for s, (kind, prim, args, pos, outs_np, donate, dies, region) in \
-                    enumerate(self.steps):
-                xs = list(map(vals.__getitem__, args))
-                for i in dies:  # the list `xs` alone holds them now (see `_free`)
-                    vals[i] = None
-                took = False
-                if kind == _KERNEL:
-                    flags = None
-                    if donate:
-                        flags = [False] * len(args)
-                        for k in donate:
-                            flags[k] = _free(xs, k, args[k], n_in, free)
-                        took = any(flags)
-                        if not took:
-                            flags = None
-                    _evaluating.origin = prim.origin
-                    outs = backend().run_compiled(prim.ir, xs, region, flags)
-                elif kind == _CALL:
-                    outs = prim.eval_cpu(*xs)
-                elif kind == _RESHAPE:
-                    outs = [xs[0].reshape(outs_np[0][0])]
-                elif donate and _free(xs, 0, args[0], n_in, free) and \
-                        xs[0].flags.writeable and xs[0].flags.c_contiguous:
-                    prim.write(xs[0], *xs[1:])  # an update in its input's own buffer
-                    outs = [xs[0]]
-                    took = True
-                else:
-                    outs = prim.eval_cpu(*xs)
-                for j in range(len(outs_np)):
-                    o = outs[j]
-                    shape, npd = outs_np[j]
-                    if type(o) is not np.ndarray or o.dtype is not npd or o.shape != shape:
-                        o = _fixed(o, shape, npd, prim)
-                    vals[pos + j] = o
-                    if o.base is None and o.nbytes:
-                        for k in range(len(xs) if took else 0):  # a donated buffer's count
-                            if xs[k] is o:
-                                i = args[k]
-                                if i < n_in:
-                                    x = ins[i]
-                                    counters.active -= x._mem
-                                    x._mem = 0
-                                    own[pos + j] = o.nbytes
-                                    counters.active += o.nbytes
-                                else:
-                                    own[pos + j], own[i] = own[i], 0
-                                break
-                        else:
-                            own[pos + j] = o.nbytes
-                            counters.active += o.nbytes
-                            if counters.active > counters.peak:
-                                counters.peak = counters.active
-                o = outs = None
-                for i in dies:
-                    if own[i]:
-                        counters.active -= own[i]
-                        own[i] = 0
-                xs = None
-        except BaseException:
-            if xs is not None:  # the failed step's inputs, as they were
-                for k, i in enumerate(self.steps[s][2]):
-                    vals[i] = xs[k]
-            for i in range(self.n_vals):
-                counters.active -= own[i]
-            if node_ is not None:
-                _recover(self, node_, vals, s)
-            raise
-        for i in self.outs:  # the scheduler counts the outputs' bytes as it sets them
-            counters.active -= own[i]
-        return [vals[i] for i in self.outs]
+        """The output buffers for the input buffers `vals` (a list it consumes); `ins`, `free`,
+        `node_`: the node's inputs, which of them may be donated, the node."""
+        fn = self.fn
+        if fn is None:
+            fn = self.fn = _function(self)
+        return fn(vals, ins, free, node_)
+
+    @property
+    def source(self) -> str:
+        """The Python function that runs the steps (`_source`; BRAZE_DEBUG=4 prints it)."""
+        return _source(self)[0]
 
 
-def _free(xs, k, i, n_in, free) -> bool:
-    """Whether the step may write into input slot k's buffer (position i): an input of the
-    call only this node references (`free`), or an intermediate, that no other value (a view
-    of it), array or caller holds."""
-    d = xs[k]
-    if type(d) is not np.ndarray or d.base is not None:
-        return False
-    if i < n_in:
-        # the input array's `_data`, the list `xs`, the local `d`, getrefcount's argument
-        return free is not None and free.get(i, False) and _getrefcount(d) == 4
-    return _getrefcount(d) == 3  # `xs`, `d`, the argument
+def _function(ex):
+    """`ex`'s steps as one generated Python function (`_source`)."""
+    src, env = _source(ex)
+    if config.get().debug >= 4:
+        from .diagnostics import emit
+        emit(f"[compile] executor function:\n{src}")
+    code = compile(src, "<braze executor>", "exec")
+    exec(code, env)
+    return env["run"]
+
+
+def _source(ex) -> tuple:
+    """(source, globals) of a function `run(vals, ins, free, node_)` that runs `ex`'s steps as
+    straight-line code, a local `v<i>` per value and `m<i>` for the bytes it counts: a loop
+    over step tuples costs ~1 us a step in Python's dispatch alone.
+
+    It follows `Executor`'s rules: a value is deleted after its last step (with its count), a
+    step writes into a buffer only when `_mine`/`_theirs` find no other holder, and a step
+    that raises hands what it has to `_failed`.
+    """
+    env = {"C": memory.Counters, "ndarray": np.ndarray, "fixed": _fixed, "mine": _mine,
+           "theirs": _theirs, "failed": _failed, "ev": _evaluating, "backend": backend,
+           "ex": ex}
+    n_in = ex.n_in
+    read = {i for step in ex.steps for i in step[2]}
+    lines = ["def run(vals, ins, free, node_):"]
+    if n_in:
+        lines.append(f"    {_names('v', range(n_in))}, = vals")
+    lines += ["    vals.clear()  # the locals alone hold the inputs (see `_theirs`)",
+              "    rc = backend().run_compiled", "    s = -1", "    try:"]
+    for s, (kind, prim, args, pos, outs_np, donate, dies, region) in enumerate(ex.steps):
+        env[f"p{s}"] = prim
+        outs = range(pos, pos + len(outs_np))
+        dead = tuple(p for p in outs if p not in read and p not in ex.outs)
+        body = [f"s = {s}  # {prim.name}"]
+        xs = ", ".join(f"v{i}" for i in args)
+        took = {args[k]: _take(args[k], ex, n_in) for k in donate}
+        if kind == _RESHAPE:
+            body.append(f"v{pos} = v{args[0]}.reshape({outs_np[0][0]!r})")
+        elif kind == _KERNEL:
+            env[f"ir{s}"], env[f"r{s}"], env[f"o{s}"] = prim.ir, region, prim.origin
+            body.append(f"ev.origin = o{s}")
+            fl = "None"
+            if took:
+                flags = [f"d{k}" if k in donate else "False" for k in range(len(args))]
+                body += [f"d{k} = {took[args[k]]}" for k in donate]
+                body.append(f"fl = [{', '.join(flags)}] if "
+                            f"{' or '.join(f'd{k}' for k in donate)} else None")
+                fl = "fl"
+            body.append(f"o = rc(ir{s}, [{xs}], r{s}, {fl})")
+            body += _unpack(outs, outs_np, s, env)
+        elif kind == _UPDATE and took:
+            a = args[0]
+            body.append(f"if {took[a]} and v{a}.flags.writeable and v{a}.flags.c_contiguous:")
+            body.append(f"    p{s}.write({xs})  # an update in its input's own buffer")
+            body.append(f"    v{pos} = v{a}")
+            body += ["    " + line for line in _moved(pos, a, n_in)]
+            body.append(f"    m{pos} = {_nbytes(outs_np[0])}")
+            body.append("else:")
+            body.append(f"    o = p{s}.eval_cpu({xs})")
+            body += ["    " + line for line in _unpack(outs, outs_np, s, env)]
+            body.append(f"    m{pos} = 0 if v{pos}.base is not None else {_nbytes(outs_np[0])}")
+        else:
+            body.append(f"o = p{s}.eval_cpu({xs})")
+            body += _unpack(outs, outs_np, s, env)
+        if kind != _UPDATE or not took:
+            body += [f"m{p} = 0 if v{p}.base is not None else {_nbytes(outs_np[p - pos])}"
+                     for p in outs]
+        if kind == _KERNEL and took:
+            body.append("if fl is not None:")
+            for p in outs:
+                for a in took:
+                    body.append(f"    if v{p} is v{a}:")
+                    body += ["        " + line for line in _moved(p, a, n_in)]
+        counted = [f"m{p}" for p in outs if _nbytes(outs_np[p - pos])]
+        if counted:
+            body.append(f"C.active += {' + '.join(counted)}")
+            body.append("if C.active > C.peak: C.peak = C.active")
+        gone = tuple(dies) + dead
+        mids = [f"m{i}" for i in gone if i >= n_in]
+        if mids:
+            body.append(f"C.active -= {' + '.join(mids)}")
+        if gone:
+            body.append(f"del {', '.join([f'v{i}' for i in gone] + mids)}")
+        lines += ["        " + line for line in body]
+    lines += ["    except BaseException:", "        failed(ex, node_, locals(), s)",
+              "        raise"]
+    kept = sorted({i for i in ex.outs if i >= n_in})
+    if kept:  # the scheduler counts the outputs' bytes as it sets them
+        lines.append(f"    C.active -= {' + '.join(f'm{i}' for i in kept)}")
+    lines.append(f"    return [{', '.join(f'v{i}' for i in ex.outs)}]")
+    return "\n".join(lines) + "\n", env
+
+
+def _names(prefix, positions) -> str:
+    return ", ".join(f"{prefix}{i}" for i in positions)
+
+
+def _nbytes(aval) -> int:
+    shape, npd = aval
+    return int(np.prod(shape, dtype=np.int64)) * npd.itemsize
+
+
+def _take(i, ex, n_in) -> str:
+    """The expression that says whether the buffer of value `i` may be written into."""
+    return f"mine(v{i})" if i >= n_in else f"theirs(v{i}, {i}, free)"
+
+
+def _unpack(outs, outs_np, s, env) -> list:
+    """Lines setting the step's output locals from its result list `o`, each checked to be
+    an ndarray of the promised shape and dtype."""
+    lines = []
+    for j, p in enumerate(outs):
+        env[f"s{p}"], env[f"t{p}"] = outs_np[j]
+        lines.append(f"v{p} = o[{j}]")
+        lines.append(f"if type(v{p}) is not ndarray or v{p}.dtype is not t{p} or "
+                     f"v{p}.shape != s{p}: v{p} = fixed(v{p}, s{p}, t{p}, p{s})")
+    return lines + ["del o"]
+
+
+def _moved(p, a, n_in) -> list:
+    """Lines moving the byte count of value `a`, whose buffer value `p` took, to `p`."""
+    if a >= n_in:
+        return [f"C.active -= m{a}", f"m{a} = 0"]
+    return [f"C.active -= ins[{a}]._mem", f"ins[{a}]._mem = 0"]
+
+
+def _mine(d) -> bool:
+    """Whether nothing but the executor's local holds the intermediate buffer `d`: no view
+    of it, no array, no caller (the local, the argument, getrefcount's argument)."""
+    return type(d) is np.ndarray and d.base is None and _getrefcount(d) == 3
+
+
+def _theirs(d, i, free) -> bool:
+    """Whether the buffer `d` of the call's input `i` may be written into: the input array
+    only this node references (`free`), and nothing else holds the buffer (the array's
+    `_data`, the executor's local, the argument, getrefcount's argument)."""
+    return (free is not None and free.get(i, False) and type(d) is np.ndarray
+            and d.base is None and _getrefcount(d) == 4)
+
+
+def _failed(ex, node_, names, s) -> None:
+    """After step `s` raised: stop counting what the call held, and leave the node's outputs
+    lazy on what it computed (`_recover`)."""
+    vals = [names.get(f"v{i}") for i in range(ex.n_vals)]
+    for i in range(ex.n_in, ex.n_vals):
+        memory.Counters.active -= names.get(f"m{i}", 0)
+    if s >= 0:  # the failed step's outputs are not its results
+        pos, n = ex.steps[s][3], len(ex.steps[s][4])
+        vals[pos:pos + n] = [None] * n
+    if node_ is not None:
+        _recover(ex, node_, vals, s)
 
 
 def _fixed(o, shape, npd, prim):
