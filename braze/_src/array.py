@@ -328,6 +328,18 @@ def view_of(data, dtype) -> array:
     return out
 
 
+def evaluated(data, dtype, shape) -> array:
+    """An evaluated array of braze dtype `dtype` and shape `shape` holding a kernel's result
+    `data` (counted as an eval counts it): a one-element compiled call's outputs."""
+    if type(data) is not np.ndarray or data.dtype is not dtype.np_dtype:
+        data = np.asarray(data).astype(dtype.np_dtype, copy=False)
+    if data.shape != shape:
+        data = data.reshape(shape)
+    out = view_of(data, dtype)
+    _set_data(out, data)  # unlike a view's, the buffer is the array's own
+    return out
+
+
 def node_group(avals, prim, inputs, tracer=False) -> tuple:
     """The outputs of a multi-output node, one per (shape, dtype) of `avals`, sharing one
     `_siblings` tuple in output order."""

@@ -41,7 +41,7 @@ from .. import tree as T
 from ..array import TraceState, array
 from ..scheduler import user_frame
 from . import diagnostics as diag
-from . import pipeline
+from . import pipeline, replay
 from .compiled import backend_named, prefetch, programs
 from .replay import ReplayPlan
 from .trace import (
@@ -1021,7 +1021,11 @@ class _CheckedCompiledFunction(CompiledFunction):
             return self._plain.__call__(self, *args, **kwargs)
         implicit = [o for o in _IMPLICIT if not _declares(self._inputs, o)]
         before = _read_state(self._outputs, implicit)[0]
-        out = self._plain.__call__(self, *args, **kwargs)
+        replay.KEEP_LAZY[0] += 1
+        try:
+            out = self._plain.__call__(self, *args, **kwargs)
+        finally:
+            replay.KEEP_LAZY[0] -= 1
         after, held = _read_state(self._outputs, implicit)
         if len(after) != len(before):
             # the call created state (an optimizer's first step), which cannot be put back

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import operator
 import sys
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from .. import config as _config
 from .. import memory
 from ..array import TraceState
+from ..np_errors import restore, silence
 from ..prims import random as _random_prims
 from ..prims.base import Primitive, bind, ops
 from ..transforms.autodiff import expanded_jvp, expanded_vjp
@@ -193,6 +195,26 @@ class Compiled(Expanded, Primitive):
         if donatable:
             _move_byte_counts(ins, xs, outs, donatable)
         return outs
+
+    def one_element(self, avals):
+        """The launch shape of this region for outputs `avals` [(shape, dtype)] when the launch
+        is one element of an elementwise region, which a call runs at once (replay.py
+        `_run_now`); None otherwise."""
+        shape = avals[0][0]
+        if self.ir.reduce_ndim or math.prod(shape) != 1 or any(s != shape for s, _ in avals):
+            return None
+        return shape
+
+    def run_now(self, xs, shape) -> list:
+        """The output buffers of a one-element launch on evaluated input buffers `xs`. Nothing
+        is donated (one element is cheaper to allocate); a reference run (a kernel still
+        building) warns no more than it would inside an eval."""
+        _evaluating.origin = self.origin
+        tok = silence()
+        try:
+            return backend().run_compiled(self.ir, xs, shape, None)
+        finally:
+            restore(tok)
 
     def _run_slots(self) -> tuple:
         """The inputs read at run time (not baked constants), cached beside the frozen fields

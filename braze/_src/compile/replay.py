@@ -1,24 +1,29 @@
 """Replay a stored tape onto real inputs (MLX's `compile_replace`): the one replay path.
 
 Every node becomes a fresh lazy array with the *same primitive object* and the mapped inputs;
-constants map to themselves and placeholders to the caller's arrays, so an identity output
-returns the caller's own array (a constant output is copied: in-place ops on it would change
-the cached tape). A `ReplayPlan` turns a tape into a flat list of steps once; every call of a
-compiled function runs the plan of its cache entry. In shapeless mode each node's shape and
-dtype come from its primitive's `abstract_eval` on the new inputs; a primitive that cannot
-re-infer its shape (`reinfers_shape = False`) raises a ValueError naming the op and the line
-that created it.
+constants map to themselves and placeholders to the caller's arrays. A function output that
+is an argument or a constant is copied (in-place ops on it must change neither the caller's
+array nor the cached tape). A `ReplayPlan` turns a tape into a flat list of steps once; every
+call of a compiled function runs the plan of its cache entry. Outside transforms, a plan of
+two or more steps is one PlanCall node (`execute.py`), and a plan of one single-element kernel
+on evaluated inputs runs at once. In shapeless mode each node's shape and dtype come from its
+primitive's `abstract_eval` on the new inputs; a primitive that cannot re-infer its shape
+(`reinfers_shape = False`) raises a ValueError naming the op and the line that created it.
 """
 from __future__ import annotations
 
 import operator
 
-from ..array import TraceState, node, node_group
+from ..array import TraceState, evaluated, node, node_group
 from ..prims.base import bind, broadcast_shapes
 from ..prims.core import Copy
 from . import execute
 
 _COPY = Copy()
+
+#: nonzero while a checked call runs (api.py): its outputs stay lazy nodes, so that a
+#: mismatch names the kernel that produced it
+KEEP_LAZY = [0]
 
 
 def _shapeless_avals(prim, ins, site, fun_name):
@@ -69,7 +74,7 @@ class ReplayPlan:
     """
 
     __slots__ = ("consts", "steps", "outs", "const_outs", "input_outs", "seen", "call",
-                 "call_avals", "call_index", "call_reads")
+                 "call_avals", "call_index", "call_reads", "now")
 
     def __init__(self, tape, sites=None, shapeless=False, n_fun_out=None, one_node=True):
         """`n_fun_out`: how many of the tape's outputs are the function's (the rest are
@@ -122,6 +127,13 @@ class ReplayPlan:
         self.steps = steps
         self.seen = {}  # shapeless: the inputs' (shape, dtype)s -> every step's outputs' avals
         self.call = None  # the PlanCall primitive a call outside transforms gets, if any
+        self.now = None  # a one-element kernel a call outside transforms runs at once
+        if not shapeless and len(program) == 1:
+            prim, refs, avals = program[0]
+            one = getattr(prim, "one_element", None)
+            shape = one(avals) if one is not None else None
+            if shape is not None:
+                self.now = (prim, refs, shape, avals, n + nc)
         if one_node and not shapeless and len(program) >= execute.MIN_STEPS and all(
                 execute.supported(p) for p, _, _ in program):
             self._make_call(tape, consts, program)
@@ -163,6 +175,10 @@ class ReplayPlan:
         """Fresh lazy outputs for the flat `real` inputs (in placeholder order). `shapeless`:
         the function's name, when shapes are re-inferred from the inputs."""
         slow = shapeless is not None or TraceState.depth > 0
+        if self.now is not None and not slow:
+            outs = self._run_now(real)
+            if outs is not None:
+                return outs
         if self.call is not None and not slow:
             return self._run_call(real)
         vals = real + self.consts
@@ -212,6 +228,25 @@ class ReplayPlan:
         index = self.call_index
         nc = len(vals)
         return self._finish(real, [made[index[r]] if r >= nc else vals[r] for r in self.outs])
+
+    def _run_now(self, real):
+        """The outputs of the plan's one-element kernel, computed now: for a tiny call, a lazy
+        node and its eval cost more than the kernel. None (the call stays lazy) when an input
+        is not evaluated yet or a checked call runs."""
+        if KEEP_LAZY[0]:
+            return None
+        prim, refs, shape, avals, first = self.now
+        vals = real + self.consts
+        xs = []
+        for r in refs:
+            d = vals[r]._data
+            if d is None:
+                return None
+            xs.append(d)
+        made = [evaluated(d, dtype, shape)
+                for d, (_, dtype) in zip(prim.run_now(xs, shape), avals)]
+        return self._finish(real, [made[r - first] if r >= first else vals[r]
+                                   for r in self.outs])
 
     def _finish(self, real, outs):
         """`outs` with the function's outputs that are inputs or constants copied."""

@@ -45,11 +45,14 @@ def eval(*args: Any) -> None:  # noqa: A001 - MLX's name
             return
         if type(x) is tuple or type(x) is list:  # `mx.eval(state)`: look inside
             args = x
+    pending = False
     for x in args:  # a flat sequence of arrays (a compiled step's outputs): no walk either
         if type(x) is not array:
             break
+        if x._data is None:
+            pending = True
     else:
-        if args:
+        if pending:
             eval_arrays(args)
         return
     arrays = _array_leaves(args)
