@@ -9,6 +9,7 @@ from braze._src.prims import random as R
 pytest.importorskip("numba")
 
 from braze._src.backends.cpu import CpuBackend  # noqa: E402
+from braze._src.backends.cpu.threefry import fill_words  # noqa: E402
 from braze._src.backends.cpu.threefry import threefry2x32 as native  # noqa: E402
 
 
@@ -25,21 +26,46 @@ def test_native_threefry_matches_numpy(nk, h):
     np.testing.assert_array_equal(b1, a1)
 
 
+@pytest.mark.parametrize("nk, shape, width", [
+    (1, (1,), 4), (1, (5,), 4), (1, (7,), 1), (1, (3,), 2), (3, (6,), 4), (2, (9,), 1),
+    (1, (64, 16), 4), (4, (33,), 2), (1, (1 << 17,), 4), (3, (40001,), 1)])
+@pytest.mark.parametrize("fill_words_max", [None, 1 << 30])
+def test_words_filled_in_one_kernel_are_the_counter_path_bits(nk, shape, width, fill_words_max,
+                                                              monkeypatch):
+    """`random_bits` with the fused fill (the cpu backend's) against NumPy's counters and
+    Threefry, for one and several keys, odd and even word counts, each width, and draws
+    large enough to split across threads (the fill made to take every draw)."""
+    if fill_words_max is not None:
+        monkeypatch.setattr(R, "FILL_WORDS", fill_words_max)
+    rng = np.random.default_rng(nk * 7 + width)
+    keys = rng.integers(0, 2**32, (nk, 2), dtype=np.uint64).astype(np.uint32)
+    prev = R._THREEFRY[0], R._FILL[0]
+    try:
+        R.set_threefry(R.threefry2x32)
+        want = R.random_bits(keys, shape, width)
+        R.set_threefry(native, fill_words)
+        got = R.random_bits(keys, shape, width)
+    finally:
+        R.set_threefry(*prev)
+    assert got.dtype == want.dtype and got.shape == want.shape == (nk,) + shape
+    np.testing.assert_array_equal(got, want)
+
+
 def test_backend_installs_it_and_bits_are_unchanged():
-    prev = R._THREEFRY[0]
+    prev = R._THREEFRY[0], R._FILL[0]
     try:
         R.set_threefry(R.threefry2x32)
         key = mx.random.key(42)
         want = [np.array(mx.random.bits((3, 5), 4, key=key)),
                 np.array(mx.random.uniform(shape=(2, 3, 7), key=key))]
         CpuBackend()
-        assert R._THREEFRY[0] is native
+        assert R._THREEFRY[0] is native and R._FILL[0] is fill_words
         got = [np.array(mx.random.bits((3, 5), 4, key=key)),
                np.array(mx.random.uniform(shape=(2, 3, 7), key=key))]
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
     finally:
-        R.set_threefry(prev)
+        R.set_threefry(*prev)
 
 
 EAGER = """

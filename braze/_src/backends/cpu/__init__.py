@@ -78,8 +78,8 @@ class CpuBackend(Backend):
     def __init__(self):
         from ...prims.random import set_threefry
         from .compiler import NumbaCompiler
-        from .threefry import threefry2x32
-        set_threefry(threefry2x32)  # RandomBits in one Numba loop (same bits)
+        from .threefry import fill_words, threefry2x32
+        set_threefry(threefry2x32, fill_words)  # RandomBits in one Numba loop (same bits)
         self.compiler = NumbaCompiler()
         self.identity = self.compiler.identity
         self._entries: dict = {}
